@@ -1,0 +1,112 @@
+"""Exception handlers: every error leaves as {"error", "detail", ...}."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import sqlalchemy.exc as sa_exc
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from app.core.errors import AppError
+from app.db.errors import is_store_outage
+from app.storage.blobs import BlobStoreError
+
+log = logging.getLogger("engram.errors")
+
+_HTTP_NAMES = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    405: "MethodNotAllowed",
+    413: "PayloadTooLarge",
+    415: "UnsupportedMediaType",
+}
+
+
+def _field(loc: tuple[Any, ...]) -> str:
+    parts = list(loc)
+    if parts and parts[0] in ("body", "query", "path", "header"):
+        source = parts.pop(0)
+        if not parts:
+            return str(source)
+        if source == "header":
+            return str(parts[0])
+    out = ""
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif isinstance(part, str) and (part[:1].isupper() or "[" in part):
+            continue  # union member names, e.g. "StepsAppend"
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "body"
+
+
+def _json(status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+async def _app_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, AppError)
+    if exc.status_code >= 500:
+        log.error("request failed", extra={"error": type(exc).__name__, "detail": exc.message})
+    return _json(exc.status_code, exc.body(), exc.headers or None)
+
+
+async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors = []
+    for err in exc.errors():
+        field = _field(tuple(err.get("loc", ())))
+        message = err.get("msg", "invalid")
+        if err.get("type") == "json_invalid":
+            field, message = "body", f"invalid JSON: {err.get('ctx', {}).get('error', message)}"
+        errors.append({"field": field, "message": message})
+    first = errors[0] if errors else {"field": "body", "message": "invalid request"}
+    body = {
+        "error": "ValidationError",
+        "detail": f"{first['field']}: {first['message']}",
+        "field": first["field"],
+        "errors": errors,
+    }
+    return _json(422, body)
+
+
+async def _http_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    name = _HTTP_NAMES.get(exc.status_code, "HTTPError")
+    body = {"error": name, "detail": str(exc.detail)}
+    if exc.status_code == 413:
+        body["field"] = "body"
+    return _json(exc.status_code, body, exc.headers)
+
+
+async def _unhandled(_: Request, exc: Exception) -> JSONResponse:
+    if isinstance(exc, BlobStoreError):
+        return _json(
+            503, {"error": "StoreUnavailable", "detail": f"payload store unavailable: {exc}"}
+        )
+    if is_store_outage(exc):
+        log.warning("database unavailable", extra={"exc_type": type(exc).__name__})
+        return _json(
+            503,
+            {"error": "StoreUnavailable", "detail": f"database unavailable: {type(exc).__name__}"},
+        )
+    log.exception("unhandled error")
+    return _json(500, {"error": "InternalError", "detail": "internal error"})
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(AppError, _app_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    # Store failures are handled here rather than by the catch-all, which Starlette
+    # re-raises after answering.
+    for exc_type in (BlobStoreError, sa_exc.SQLAlchemyError, OSError):
+        app.add_exception_handler(exc_type, _unhandled)
+    app.add_exception_handler(Exception, _unhandled)

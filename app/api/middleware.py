@@ -1,0 +1,121 @@
+"""Pure ASGI middleware: request ids, access log, body-size limit, security headers."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from typing import Any
+
+import orjson
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.core.logging import request_id_var
+
+log = logging.getLogger("engram.access")
+
+SECURITY_HEADERS = [
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"cache-control", b"no-store"),
+]
+
+
+class BodyTooLarge(HTTPException):
+    """Raised while the body streams in; FastAPI passes HTTPExceptions through to the handler."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, f"request body over the limit of {limit} bytes")
+
+
+def _error(status: int, error: str, detail: str, **extra: Any) -> tuple[dict[str, Any], bytes]:
+    body = orjson.dumps({"error": error, "detail": detail, **extra})
+    start = {
+        "type": "http.response.start",
+        "status": status,
+        "headers": [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            (b"connection", b"close"),
+        ],
+    }
+    return start, body
+
+
+class EngramMiddleware:
+    def __init__(self, app: ASGIApp, *, max_body_bytes: int, log_requests: bool) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+        self.log_requests = log_requests
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        rid = None
+        length = None
+        for name, value in scope["headers"]:
+            if name == b"x-request-id":
+                rid = value.decode("latin-1")[:128]
+            elif name == b"content-length":
+                length = value
+        rid = rid or uuid.uuid4().hex
+        token = request_id_var.set(rid)
+        status = 0
+        limit = self.max_body_bytes
+
+        async def send_wrapper(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                headers = list(message.get("headers", []))
+                headers.append((b"x-request-id", rid.encode("latin-1")))
+                headers.extend(SECURITY_HEADERS)
+                message = {**message, "headers": headers}
+            await send(message)
+
+        received = 0
+
+        async def receive_wrapper() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    raise BodyTooLarge(limit)
+            return message
+
+        try:
+            if length is not None and length.isdigit() and int(length) > limit:
+                await self._too_large(send_wrapper, limit)
+            else:
+                try:
+                    await self.app(scope, receive_wrapper, send_wrapper)
+                except BodyTooLarge:
+                    if status == 0:
+                        await self._too_large(send_wrapper, limit)
+        finally:
+            if self.log_requests:
+                log.info(
+                    "request",
+                    extra={
+                        "method": scope["method"],
+                        "path": scope["path"],
+                        "status": status,
+                        "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+                    },
+                )
+            request_id_var.reset(token)
+
+    async def _too_large(self, send: Send, limit: int) -> None:
+        start, body = _error(
+            413,
+            "PayloadTooLarge",
+            f"request body over the limit of {limit} bytes",
+            field="body",
+        )
+        await send(start)
+        await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,156 @@
+"""Episodes: what an agent did, step by step, and how it ended."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Path, Query, Response, status
+from pydantic import AwareDatetime
+
+from app.api.deps import AgentDep, EpisodeServiceDep, ReaderDep, SettingsDep
+from app.core.errors import InvalidInput, NotFound, error_responses
+from app.repositories.episodes import EpisodeFilters
+from app.schemas.common import IDENT_PATTERN
+from app.schemas.episode import (
+    EpisodeComplete,
+    EpisodeCreate,
+    EpisodePage,
+    EpisodeRead,
+    EpisodeStatus,
+    EpisodeSummary,
+    Outcome,
+    StepCreate,
+    StepsAppend,
+)
+
+router = APIRouter(prefix="/v1/episodes", tags=["episodes"])
+_IDENT = re.compile(IDENT_PATTERN)
+
+
+def _episode_id(episode_id: str) -> str:
+    # An id that could never have been stored is simply not found.
+    if not _IDENT.match(episode_id):
+        raise NotFound(f"episode {episode_id!r} not found")
+    return episode_id
+
+
+EpisodeId = Annotated[str, Path(description="Episode id")]
+
+
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    response_model=EpisodeSummary,
+    responses=error_responses(401, 403, 409, 413, 422, 503),
+)
+async def create_episode(
+    body: EpisodeCreate,
+    response: Response,
+    principal: AgentDep,
+    service: EpisodeServiceDep,
+    idempotency_key: Annotated[
+        str | None,
+        Header(description="Retries with the same key return the first result"),
+    ] = None,
+) -> EpisodeSummary:
+    """Record an episode: whole (with outcome), open (steps added later), or one step."""
+    result = await service.create(principal.namespace, body, idempotency_key=idempotency_key)
+    response.headers["Location"] = f"/v1/episodes/{result.row['id']}"
+    if result.replayed:
+        response.headers["Idempotent-Replayed"] = "true"
+    return EpisodeSummary.model_validate(result.row)
+
+
+@router.get("", response_model=EpisodePage, responses=error_responses(401, 422, 503))
+async def list_episodes(
+    principal: ReaderDep,
+    service: EpisodeServiceDep,
+    settings: SettingsDep,
+    task_id: str | None = None,
+    agent_id: str | None = None,
+    task_type: str | None = None,
+    outcome: Outcome | None = None,
+    status_: Annotated[EpisodeStatus | None, Query(alias="status")] = None,
+    since: Annotated[AwareDatetime | None, Query(description="created at or after")] = None,
+    until: Annotated[AwareDatetime | None, Query(description="created before")] = None,
+    cursor: str | None = None,
+    limit: Annotated[int | None, Query(ge=1)] = None,
+) -> EpisodePage:
+    """List episodes, newest first, with filters and a keyset cursor."""
+    limits = settings.limits
+    if limit is not None and limit > limits.max_page_size:
+        raise InvalidInput(f"limit: at most {limits.max_page_size}", field="limit")
+    if since is not None and until is not None and since >= until:
+        raise InvalidInput("until: must be after since", field="until")
+    filters = EpisodeFilters(
+        task_id=task_id,
+        agent_id=agent_id,
+        task_type=task_type,
+        outcome=outcome.value if outcome else None,
+        status=status_.value if status_ else None,
+        since=since,
+        until=until,
+    )
+    return await service.list(
+        principal.namespace, filters, cursor=cursor, limit=limit or limits.default_page_size
+    )
+
+
+@router.get("/{episode_id}", response_model=EpisodeRead, responses=error_responses(401, 404, 503))
+async def get_episode(
+    episode_id: EpisodeId, principal: ReaderDep, service: EpisodeServiceDep
+) -> EpisodeRead:
+    """The whole episode, with every step's input and output."""
+    return await service.get(principal.namespace, _episode_id(episode_id))
+
+
+@router.post(
+    "/{episode_id}/steps",
+    response_model=EpisodeSummary,
+    responses=error_responses(401, 403, 404, 409, 413, 422, 503),
+)
+async def append_steps(
+    episode_id: EpisodeId,
+    body: StepsAppend | StepCreate | list[StepCreate],
+    principal: AgentDep,
+    service: EpisodeServiceDep,
+) -> EpisodeSummary:
+    """Add one step, or many (`{"steps": [...]}` or a list), to an open episode."""
+    if isinstance(body, StepsAppend):
+        steps = body.steps
+    elif isinstance(body, StepCreate):
+        steps = [body]
+    else:
+        steps = body
+    if not steps:
+        raise InvalidInput("steps: at least one step", field="steps")
+    return await service.append_steps(principal.namespace, _episode_id(episode_id), steps)
+
+
+@router.post(
+    "/{episode_id}/complete",
+    response_model=EpisodeSummary,
+    responses=error_responses(401, 403, 404, 409, 413, 422, 503),
+)
+async def complete_episode(
+    episode_id: EpisodeId,
+    body: EpisodeComplete,
+    principal: AgentDep,
+    service: EpisodeServiceDep,
+) -> EpisodeSummary:
+    """Set the outcome. The same outcome again is 200; a different one is 409."""
+    return await service.complete(principal.namespace, _episode_id(episode_id), body)
+
+
+@router.delete(
+    "/{episode_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    responses=error_responses(401, 403, 404, 503),
+)
+async def delete_episode(
+    episode_id: EpisodeId, principal: AgentDep, service: EpisodeServiceDep
+) -> Response:
+    """Delete an episode and its payload."""
+    await service.delete(principal.namespace, _episode_id(episode_id))
+    return Response(status_code=status.HTTP_204_NO_CONTENT)

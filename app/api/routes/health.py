@@ -1,0 +1,39 @@
+"""Liveness and readiness."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+from sqlalchemy import text
+
+from app.api.deps import StateDep
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/health")
+async def health() -> dict[str, str]:
+    """Liveness: the process answers."""
+    return {"status": "ok"}
+
+
+@router.get("/ready", responses={503: {"description": "A store does not answer"}})
+async def ready(state: StateDep) -> Any:
+    """Readiness: both stores answer."""
+    stores: dict[str, str] = {}
+    try:
+        async with state.engine.connect() as conn:
+            await conn.execute(text("SELECT 1"))
+        stores["sql"] = "ok"
+    except Exception as exc:
+        stores["sql"] = f"unavailable: {type(exc).__name__}"
+    try:
+        await state.blobs.ping()
+        stores["blobs"] = "ok"
+    except Exception as exc:
+        stores["blobs"] = f"unavailable: {exc}"
+    ok = all(v == "ok" for v in stores.values())
+    body = {"status": "ready" if ok else "unavailable", "stores": stores}
+    return body if ok else JSONResponse(body, status_code=503)

@@ -1,0 +1,164 @@
+"""The `engram` command: serve, migrate, keys."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Annotated
+
+import typer
+
+from app.core.config import get_settings
+from app.core.logging import configure_logging
+
+cli = typer.Typer(help="Engram: self-learning episodic memory for AI agents.", no_args_is_help=True)
+keys_cli = typer.Typer(help="Manage API keys.", no_args_is_help=True)
+cli.add_typer(keys_cli, name="keys")
+
+
+@cli.command()
+def serve(
+    host: Annotated[str | None, typer.Option(help="Bind address (ENGRAM_HOST)")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (ENGRAM_PORT)")] = None,
+) -> None:
+    """Apply migrations and serve the HTTP API."""
+    import uvicorn
+
+    from app.core.errors import StartupRefused
+    from app.main import create_app
+
+    settings = get_settings()
+    if host is not None:
+        settings.host = host
+    if port is not None:
+        settings.port = port
+    configure_logging(settings.log_level)
+    app = create_app(settings)
+    config = uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_config=None,
+        access_log=False,
+        proxy_headers=False,
+        timeout_keep_alive=30,
+    )
+    server = uvicorn.Server(config)
+    try:
+        server.run()
+    except StartupRefused as exc:
+        typer.echo(f"engram: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    if not server.started:
+        raise typer.Exit(3)
+
+
+@cli.command()
+def migrate() -> None:
+    """Apply database migrations."""
+    from app.db.engine import create_engine
+    from app.db.migrate import migrate as run_migrate
+
+    async def _run() -> None:
+        engine = create_engine(get_settings())
+        try:
+            await run_migrate(engine)
+        finally:
+            await engine.dispose()
+
+    asyncio.run(_run())
+    typer.echo("migrations applied")
+
+
+def _with_session(fn):  # type: ignore[no-untyped-def]
+    """Run fn(session) against a migrated database, committing at the end."""
+    from app.db.engine import create_engine, create_sessionmaker
+    from app.db.migrate import migrate as run_migrate
+
+    async def _run():  # type: ignore[no-untyped-def]
+        engine = create_engine(get_settings())
+        try:
+            await run_migrate(engine)
+            async with create_sessionmaker(engine, write=True)() as session:
+                result = await fn(session)
+                await session.commit()
+                return result
+        finally:
+            await engine.dispose()
+
+    return asyncio.run(_run())
+
+
+@keys_cli.command("create")
+def keys_create(
+    namespace: Annotated[str, typer.Option(help="Namespace the key is scoped to")],
+    role: Annotated[str, typer.Option(help="agent, reader or admin")] = "agent",
+    name: Annotated[str | None, typer.Option(help="A label for the key")] = None,
+) -> None:
+    """Create a key and print it once; only its hash is stored."""
+    import re
+
+    from app.schemas.common import NAMESPACE_PATTERN
+    from app.services.auth import Role, create_key
+
+    if not re.match(NAMESPACE_PATTERN, namespace):
+        typer.echo("namespace: 1-64 characters of A-Z a-z 0-9 . _ -", err=True)
+        raise typer.Exit(2)
+    try:
+        role_value = Role(role)
+    except ValueError:
+        typer.echo("role: one of agent, reader, admin", err=True)
+        raise typer.Exit(2) from None
+
+    async def _create(session):  # type: ignore[no-untyped-def]
+        return await create_key(session, namespace=namespace, role=role_value, name=name)
+
+    record, plaintext = _with_session(_create)
+    typer.echo(f"id:        {record.id}", err=True)
+    typer.echo(f"namespace: {record.namespace}", err=True)
+    typer.echo(f"role:      {record.role}", err=True)
+    typer.echo("The key is shown once; store it now.", err=True)
+    typer.echo(plaintext)
+
+
+@keys_cli.command("list")
+def keys_list(
+    namespace: Annotated[str | None, typer.Option(help="Only this namespace")] = None,
+) -> None:
+    """List keys (never the keys themselves)."""
+    from app.repositories.api_keys import ApiKeyRepository
+
+    async def _list(session):  # type: ignore[no-untyped-def]
+        return await ApiKeyRepository(session).list(namespace=namespace)
+
+    for key in _with_session(_list):
+        state = "revoked" if key.revoked_at else "active"
+        typer.echo(
+            f"{key.id}  {key.prefix}…  {key.namespace}  {key.role}  {state}  {key.name or ''}"
+        )
+
+
+@keys_cli.command("revoke")
+def keys_revoke(
+    key_id: Annotated[str, typer.Argument(help="Key id from `engram keys list`")],
+) -> None:
+    """Revoke a key (takes effect within the auth cache TTL)."""
+    from datetime import UTC, datetime
+
+    from app.repositories.api_keys import ApiKeyRepository
+
+    async def _revoke(session):  # type: ignore[no-untyped-def]
+        return await ApiKeyRepository(session).revoke(key_id, now=datetime.now(UTC))
+
+    if not _with_session(_revoke):
+        typer.echo(f"no active key {key_id}", err=True)
+        raise typer.Exit(1)
+    typer.echo("revoked")
+
+
+def main() -> None:
+    cli(sys.argv[1:])
+
+
+if __name__ == "__main__":
+    main()

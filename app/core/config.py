@@ -1,0 +1,89 @@
+"""Settings: environment variables with the ENGRAM_ prefix (nested groups use `__`)."""
+
+from __future__ import annotations
+
+import ipaddress
+from enum import StrEnum
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import BaseModel, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class AuthMode(StrEnum):
+    # auto: keys are required once one exists; before that the service runs open
+    # in namespace "default", which protected mode allows only on loopback.
+    AUTO = "auto"
+    KEYS = "keys"
+    OFF = "off"
+
+
+class SQLiteSynchronous(StrEnum):
+    FULL = "FULL"
+    NORMAL = "NORMAL"
+
+
+class Limits(BaseModel):
+    """Request limits; anything over them is a 413 naming the field."""
+
+    max_body_bytes: int = Field(default=1_048_576, ge=1024)
+    max_steps: int = Field(default=1000, ge=1)
+    max_text_chars: int = Field(default=16_384, ge=64)
+    max_step_bytes: int = Field(default=65_536, ge=256)
+    max_metadata_bytes: int = Field(default=16_384, ge=64)
+    max_page_size: int = Field(default=200, ge=1)
+    default_page_size: int = Field(default=50, ge=1)
+
+
+class Ingest(BaseModel):
+    """Group commit of concurrent episode writes."""
+
+    max_batch: int = Field(default=256, ge=1)
+    queue_size: int = Field(default=4096, ge=1)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="ENGRAM_",
+        env_nested_delimiter="__",
+        env_file=None,
+        extra="ignore",
+    )
+
+    database_url: str = "sqlite+aiosqlite:///./data/engram.db"
+    blob_dir: Path = Path("./data/blobs")
+    host: str = "127.0.0.1"
+    port: int = Field(default=8080, ge=1, le=65535)
+    auth_mode: AuthMode = AuthMode.AUTO
+    protected_mode: bool = True
+    bootstrap_key: SecretStr | None = None
+    migrate_on_start: bool = True
+    sqlite_synchronous: SQLiteSynchronous = SQLiteSynchronous.FULL
+    sqlite_busy_timeout_ms: int = Field(default=5000, ge=0)
+    db_pool_size: int = Field(default=10, ge=1)
+    sweep_interval_s: float = Field(default=3600.0, ge=0)
+    auth_cache_ttl_s: float = Field(default=5.0, ge=0)
+    log_level: str = "INFO"
+    log_requests: bool = True
+    limits: Limits = Limits()
+    ingest: Ingest = Ingest()
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+    @property
+    def bound_to_loopback(self) -> bool:
+        host = self.host.strip("[]")
+        if host == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            return False
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,95 @@
+"""Engine and session factories, one per backend, chosen by the URL's scheme."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
+
+from app.core.config import Settings
+
+WRITE_OPTION = "engram_write"
+
+
+def _sqlite_engine(settings: Settings) -> AsyncEngine:
+    url = make_url(settings.database_url)
+    if url.database and url.database != ":memory:":
+        Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    engine = create_async_engine(
+        url,
+        connect_args={"timeout": settings.sqlite_busy_timeout_ms / 1000},
+        pool_size=settings.db_pool_size,
+        max_overflow=0,
+    )
+    synchronous = settings.sqlite_synchronous.value
+    busy_ms = settings.sqlite_busy_timeout_ms
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        # pysqlite's own transaction handling is turned off so that BEGIN is
+        # issued by the "begin" hook below.
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute(f"PRAGMA synchronous={synchronous}")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.execute(f"PRAGMA busy_timeout={busy_ms}")
+        cur.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        # Writers begin IMMEDIATE: they take the write lock up front and wait
+        # busy_timeout for it, instead of failing with SQLITE_BUSY when a read
+        # transaction is upgraded. Readers stay deferred and never block.
+        mode = conn.get_execution_options().get(WRITE_OPTION, False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if mode else "BEGIN")
+
+    return engine
+
+
+def _postgres_engine(settings: Settings) -> AsyncEngine:
+    return create_async_engine(
+        settings.database_url,
+        pool_size=settings.db_pool_size,
+        max_overflow=settings.db_pool_size,
+        pool_pre_ping=True,
+    )
+
+
+def _libsql_engine(settings: Settings) -> AsyncEngine:
+    raise NotImplementedError(
+        "libSQL/Turso URLs are not supported yet; use sqlite+aiosqlite:// or postgresql+asyncpg://"
+    )
+
+
+_FACTORIES: dict[str, Callable[[Settings], AsyncEngine]] = {
+    "sqlite": _sqlite_engine,
+    "postgresql": _postgres_engine,
+    "libsql": _libsql_engine,
+    "sqlite+libsql": _libsql_engine,
+}
+
+
+def create_engine(settings: Settings) -> AsyncEngine:
+    url = make_url(settings.database_url)
+    backend = url.drivername
+    factory = _FACTORIES.get(backend) or _FACTORIES.get(url.get_backend_name())
+    if factory is None:
+        raise ValueError(f"unsupported database URL scheme {backend!r}")
+    return factory(settings)
+
+
+def create_sessionmaker(
+    engine: AsyncEngine, *, write: bool = False
+) -> async_sessionmaker[AsyncSession]:
+    bind = engine.execution_options(**{WRITE_OPTION: True}) if write else engine
+    return async_sessionmaker(bind, expire_on_commit=False, autoflush=False)

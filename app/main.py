@@ -1,0 +1,105 @@
+"""create_app() and the lifespan that owns the engines, the blob store and the writer."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+from fastapi import FastAPI
+
+from app.api.deps import AppState
+from app.api.errors import install_error_handlers
+from app.api.middleware import EngramMiddleware
+from app.api.routes import episodes, health
+from app.core.config import Settings, get_settings
+from app.db.engine import create_engine, create_sessionmaker
+from app.db.migrate import migrate
+from app.services.auth import Authenticator
+from app.services.episode_writer import EpisodeWriter
+from app.storage.leveldb import LevelDBBlobStore
+
+log = logging.getLogger("engram")
+
+
+async def _sweep_loop(writer: EpisodeWriter, interval_s: float) -> None:
+    """Remove orphan payloads at start, then every interval."""
+    while True:
+        try:
+            removed = await writer.sweep()
+            log.info("orphan sweep finished", extra={"removed": removed})
+        except Exception:
+            log.exception("orphan sweep failed")
+        if interval_s <= 0:
+            return
+        await asyncio.sleep(interval_s)
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        engine = create_engine(settings)
+        blobs: LevelDBBlobStore | None = None
+        try:
+            if settings.migrate_on_start:
+                await migrate(engine)
+            blobs = LevelDBBlobStore(settings.blob_dir)
+            read_sessions = create_sessionmaker(engine)
+            write_sessions = create_sessionmaker(engine, write=True)
+            auth = Authenticator(settings, write_sessions)
+            await auth.startup()
+            writer = EpisodeWriter(
+                write_sessions,
+                blobs,
+                max_batch=settings.ingest.max_batch,
+                queue_size=settings.ingest.queue_size,
+                max_steps=settings.limits.max_steps,
+            )
+            writer.start()
+            app.state.engram = AppState(
+                settings=settings,
+                engine=engine,
+                read_sessions=read_sessions,
+                write_sessions=write_sessions,
+                blobs=blobs,
+                writer=writer,
+                auth=auth,
+            )
+            sweeper = asyncio.create_task(_sweep_loop(writer, settings.sweep_interval_s))
+            log.info(
+                "engram ready",
+                extra={
+                    "database": engine.url.render_as_string(hide_password=True),
+                    "blob_dir": str(settings.blob_dir),
+                },
+            )
+            try:
+                yield
+            finally:
+                sweeper.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await sweeper
+                await writer.stop()
+        finally:
+            if blobs is not None:
+                blobs.close()
+            await engine.dispose()
+
+    app = FastAPI(
+        title="Engram",
+        version="0.1.0",
+        summary="Self-learning episodic memory for AI agents",
+        lifespan=lifespan,
+    )
+    install_error_handlers(app)
+    app.add_middleware(
+        EngramMiddleware,
+        max_body_bytes=settings.limits.max_body_bytes,
+        log_requests=settings.log_requests,
+    )
+    app.include_router(health.router)
+    app.include_router(episodes.router)
+    return app

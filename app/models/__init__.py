@@ -1,0 +1,5 @@
+from app.models.api_key import ApiKey
+from app.models.base import Base
+from app.models.episode import Episode, EpisodeStep
+
+__all__ = ["ApiKey", "Base", "Episode", "EpisodeStep"]

@@ -1,0 +1,100 @@
+"""Episodes: the queryable index row and per-step skeletons. Full payloads live in LevelDB."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Float,
+    ForeignKeyConstraint,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.models.base import Base, UTCDateTime
+
+
+class Episode(Base):
+    __tablename__ = "episodes"
+
+    namespace: Mapped[str] = mapped_column(String(64), primary_key=True)
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    task_id: Mapped[str] = mapped_column(String(256))
+    agent_id: Mapped[str | None] = mapped_column(String(256))
+    task_type: Mapped[str | None] = mapped_column(String(256))
+    description: Mapped[str | None] = mapped_column(Text)
+    # open: steps may still be added; completed: the outcome is set.
+    status: Mapped[str] = mapped_column(String(16))
+    outcome: Mapped[str | None] = mapped_column(String(16))
+    verdict: Mapped[str | None] = mapped_column(Text)
+    progress: Mapped[float | None] = mapped_column(Float)
+    domain: Mapped[str | None] = mapped_column(String(256))
+    language: Mapped[str | None] = mapped_column(String(256))
+    tags: Mapped[list[str]] = mapped_column(JSON)
+    skills_applied: Mapped[list[str]] = mapped_column(JSON)
+    # Steps 0..step_count-1 exist in the blob store (the invariant).
+    step_count: Mapped[int] = mapped_column(Integer)
+    error_count: Mapped[int] = mapped_column(Integer)
+    total_latency_ms: Mapped[float] = mapped_column(Float)
+    total_tokens: Mapped[int] = mapped_column(Integer)
+    payload_bytes: Mapped[int] = mapped_column(Integer)
+    idempotency_key: Mapped[str | None] = mapped_column(String(256))
+    request_hash: Mapped[str] = mapped_column(String(64))
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    completed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+    __table_args__ = (
+        UniqueConstraint("namespace", "idempotency_key", name="uq_episodes_idempotency"),
+        Index("ix_episodes_ns_created", "namespace", "created_at", "id"),
+        Index("ix_episodes_ns_task", "namespace", "task_id", "created_at"),
+        Index("ix_episodes_ns_agent", "namespace", "agent_id", "created_at"),
+        Index("ix_episodes_ns_task_type", "namespace", "task_type", "created_at"),
+        Index("ix_episodes_ns_outcome", "namespace", "outcome", "created_at"),
+    )
+
+
+class EpisodeStep(Base):
+    """Skeleton of one step (no input/output): what mining and filtering need."""
+
+    __tablename__ = "episode_steps"
+
+    namespace: Mapped[str] = mapped_column(String(64), primary_key=True)
+    episode_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True)
+    tool: Mapped[str | None] = mapped_column(String(256))
+    action: Mapped[str] = mapped_column(String(256))
+    status: Mapped[str] = mapped_column(String(16))
+    latency_ms: Mapped[float | None] = mapped_column(Float)
+    tokens: Mapped[int | None] = mapped_column(Integer)
+
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["namespace", "episode_id"],
+            ["episodes.namespace", "episodes.id"],
+            ondelete="CASCADE",
+            name="fk_episode_steps_episode",
+        ),
+        Index("ix_episode_steps_ns_action", "namespace", "action"),
+    )
+
+
+def step_row(namespace: str, episode_id: str, seq: int, step: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "namespace": namespace,
+        "episode_id": episode_id,
+        "seq": seq,
+        "tool": step.get("tool"),
+        "action": step["action"],
+        "status": step.get("status", "ok"),
+        "latency_ms": step.get("latency_ms"),
+        "tokens": step.get("tokens"),
+    }

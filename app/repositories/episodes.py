@@ -1,0 +1,121 @@
+"""SQL for episodes and their step skeletons."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import and_, delete, insert, or_, select, tuple_, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.models import Episode, EpisodeStep
+
+EPISODES = Episode.__table__
+STEPS = EpisodeStep.__table__
+Key = tuple[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeFilters:
+    task_id: str | None = None
+    agent_id: str | None = None
+    task_type: str | None = None
+    outcome: str | None = None
+    status: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+
+class EpisodeRepository:
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    async def get(self, namespace: str, episode_id: str) -> Episode | None:
+        return await self.session.get(Episode, (namespace, episode_id))
+
+    async def rows_for_write(
+        self, keys: Iterable[Key], idempotency_keys: Iterable[Key]
+    ) -> list[dict[str, Any]]:
+        """Rows (as dicts) with one of these (namespace, id) or (namespace, idempotency key)."""
+        clauses = []
+        keys = list(keys)
+        if keys:
+            clauses.append(tuple_(EPISODES.c.namespace, EPISODES.c.id).in_(keys))
+        for ns, idem in idempotency_keys:
+            clauses.append(and_(EPISODES.c.namespace == ns, EPISODES.c.idempotency_key == idem))
+        if not clauses:
+            return []
+        rows = await self.session.execute(select(EPISODES).where(or_(*clauses)))
+        return [dict(row) for row in rows.mappings()]
+
+    async def insert_many(
+        self, episodes: Sequence[dict[str, Any]], steps: Sequence[dict[str, Any]]
+    ) -> None:
+        if episodes:
+            await self.session.execute(insert(EPISODES), list(episodes))
+        if steps:
+            await self.session.execute(insert(STEPS), list(steps))
+
+    async def update_values(self, key: Key, values: dict[str, Any]) -> None:
+        ns, eid = key
+        await self.session.execute(
+            update(EPISODES).where(EPISODES.c.namespace == ns, EPISODES.c.id == eid).values(values)
+        )
+
+    async def delete(self, key: Key) -> None:
+        # Step rows go first explicitly rather than relying on ON DELETE CASCADE,
+        # which SQLite applies only on connections with foreign keys on.
+        ns, eid = key
+        await self.session.execute(
+            delete(STEPS).where(STEPS.c.namespace == ns, STEPS.c.episode_id == eid)
+        )
+        await self.session.execute(
+            delete(EPISODES).where(EPISODES.c.namespace == ns, EPISODES.c.id == eid)
+        )
+
+    async def step_counts(self, keys: Sequence[Key]) -> dict[Key, int]:
+        """step_count of each (namespace, id) that has a row."""
+        counts: dict[Key, int] = {}
+        for start in range(0, len(keys), 500):
+            part = list(keys[start : start + 500])
+            stmt = select(EPISODES.c.namespace, EPISODES.c.id, EPISODES.c.step_count).where(
+                tuple_(EPISODES.c.namespace, EPISODES.c.id).in_(part)
+            )
+            counts.update({(ns, eid): n for ns, eid, n in await self.session.execute(stmt)})
+        return counts
+
+    async def list(
+        self,
+        namespace: str,
+        filters: EpisodeFilters,
+        *,
+        after: tuple[datetime, str] | None,
+        limit: int,
+    ) -> list[Episode]:
+        """Newest first; keyset pagination on (created_at, id)."""
+        stmt = select(Episode).where(Episode.namespace == namespace)
+        for column, value in (
+            (Episode.task_id, filters.task_id),
+            (Episode.agent_id, filters.agent_id),
+            (Episode.task_type, filters.task_type),
+            (Episode.outcome, filters.outcome),
+            (Episode.status, filters.status),
+        ):
+            if value is not None:
+                stmt = stmt.where(column == value)
+        if filters.since is not None:
+            stmt = stmt.where(Episode.created_at >= filters.since)
+        if filters.until is not None:
+            stmt = stmt.where(Episode.created_at < filters.until)
+        if after is not None:
+            created_at, episode_id = after
+            stmt = stmt.where(
+                or_(
+                    Episode.created_at < created_at,
+                    and_(Episode.created_at == created_at, Episode.id < episode_id),
+                )
+            )
+        stmt = stmt.order_by(Episode.created_at.desc(), Episode.id.desc()).limit(limit)
+        return list((await self.session.execute(stmt)).scalars())

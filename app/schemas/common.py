@@ -1,0 +1,15 @@
+"""Shared field types."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field, StringConstraints
+
+IDENT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$"
+Ident = Annotated[str, StringConstraints(pattern=IDENT_PATTERN)]
+NAMESPACE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+# Names (task ids, tools, actions) are bounded by the column size; longer ones are a 413.
+NAME_MAX = 256
+Name = Annotated[str, StringConstraints(min_length=1)]
+NonNegative = Annotated[float, Field(ge=0)]

@@ -1,0 +1,159 @@
+"""Episode request and response models."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+
+from app.schemas.common import Ident, Name
+
+
+class StepStatus(StrEnum):
+    OK = "ok"
+    ERROR = "error"
+    TIMEOUT = "timeout"
+
+
+class Outcome(StrEnum):
+    SUCCESS = "success"
+    PARTIAL = "partial"
+    FAILURE = "failure"
+    ABSTAINED = "abstained"
+
+
+class EpisodeStatus(StrEnum):
+    OPEN = "open"
+    COMPLETED = "completed"
+
+
+Scalar = str | int | float | bool | None
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class StepCreate(Strict):
+    action: Name
+    tool: Name | None = None
+    input: Any = None
+    output: Any = None
+    status: StepStatus = StepStatus.OK
+    error: str | None = None
+    latency_ms: float | None = Field(default=None, ge=0)
+    tokens: int | None = Field(default=None, ge=0)
+    started_at: AwareDatetime | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class EpisodeContext(Strict):
+    domain: Name | None = None
+    language: Name | None = None
+    tags: list[Name] = Field(default_factory=list, max_length=64)
+    text: str | None = None
+    features: dict[str, Scalar] = Field(default_factory=dict, max_length=64)
+
+
+class EpisodeCreate(Strict):
+    """A whole episode, an open one (no outcome yet), or the one-step shorthand `action`."""
+
+    id: Ident | None = Field(
+        default=None, description="Client-chosen id; a retry returns the first result"
+    )
+    task_id: Name
+    agent_id: Name | None = None
+    task_type: Name | None = None
+    description: str | None = None
+    context: EpisodeContext | str | None = None
+    steps: list[StepCreate] = Field(default_factory=list)
+    action: Name | None = Field(default=None, description="Shorthand for a one-step episode")
+    tool: Name | None = None
+    outcome: Outcome | None = None
+    verdict: str | None = None
+    progress: float | None = Field(default=None, ge=0, le=1, description="Fraction completed")
+    skills_applied: list[Name] = Field(default_factory=list, max_length=64)
+    started_at: AwareDatetime | None = None
+    ended_at: AwareDatetime | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _normalise(self) -> EpisodeCreate:
+        if self.action is not None:
+            if self.steps:
+                raise ValueError("give either `action` (one-step shorthand) or `steps`, not both")
+            self.steps = [StepCreate(action=self.action, tool=self.tool)]
+        elif self.tool is not None:
+            raise ValueError("`tool` without `action`: put tools inside `steps`")
+        if isinstance(self.context, str):
+            self.context = EpisodeContext(text=self.context)
+        if self.outcome is None and (self.verdict is not None or self.progress is not None):
+            raise ValueError("`verdict` and `progress` need an `outcome`")
+        if self.started_at and self.ended_at and self.ended_at < self.started_at:
+            raise ValueError("`ended_at` is before `started_at`")
+        return self
+
+
+class StepsAppend(Strict):
+    steps: list[StepCreate] = Field(min_length=1)
+
+
+class EpisodeComplete(Strict):
+    outcome: Outcome
+    verdict: str | None = None
+    progress: float | None = Field(default=None, ge=0, le=1)
+    ended_at: AwareDatetime | None = None
+
+
+class StepRead(BaseModel):
+    seq: int
+    action: str
+    tool: str | None = None
+    input: Any = None
+    output: Any = None
+    status: StepStatus
+    error: str | None = None
+    latency_ms: float | None = None
+    tokens: int | None = None
+    started_at: datetime | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class EpisodeSummary(BaseModel):
+    id: str
+    task_id: str
+    agent_id: str | None
+    task_type: str | None
+    description: str | None
+    status: EpisodeStatus
+    outcome: Outcome | None
+    verdict: str | None
+    progress: float | None
+    domain: str | None
+    language: str | None
+    tags: list[str]
+    skills_applied: list[str]
+    step_count: int
+    error_count: int
+    total_latency_ms: float
+    total_tokens: int
+    started_at: datetime | None
+    ended_at: datetime | None
+    completed_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class EpisodeRead(EpisodeSummary):
+    context: EpisodeContext
+    steps: list[StepRead]
+    metadata: dict[str, Any]
+
+
+class EpisodePage(BaseModel):
+    items: list[EpisodeSummary]
+    next_cursor: str | None = Field(
+        description="Pass as `cursor` for the next page; null at the end"
+    )

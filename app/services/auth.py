@@ -1,0 +1,159 @@
+"""API keys, roles and the auth mode (with protected mode, after Redis)."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import secrets
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from app.core.config import AuthMode, Settings
+from app.core.errors import Forbidden, StartupRefused, Unauthorized
+from app.models import ApiKey
+from app.repositories.api_keys import ApiKeyRepository
+from app.services.ids import uuid7
+
+log = logging.getLogger("engram.auth")
+KEY_PREFIX = "egk_"
+DEFAULT_NAMESPACE = "default"
+
+
+class Role(StrEnum):
+    READER = "reader"
+    AGENT = "agent"
+    ADMIN = "admin"
+
+
+_RANK = {Role.READER: 0, Role.AGENT: 1, Role.ADMIN: 2}
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    namespace: str
+    role: Role
+    key_id: str | None  # None in open mode
+
+    def require(self, role: Role) -> None:
+        if _RANK[self.role] < _RANK[role]:
+            raise Forbidden(
+                f"this action needs the {role.value} role; the key has {self.role.value}"
+            )
+
+
+def hash_key(key: str) -> str:
+    # Keys are 256-bit random tokens, so a plain SHA-256 is enough (no brute force possible).
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def new_key() -> str:
+    return KEY_PREFIX + secrets.token_urlsafe(32)
+
+
+async def create_key(
+    session: AsyncSession, *, namespace: str, role: Role, name: str | None, key: str | None = None
+) -> tuple[ApiKey, str]:
+    """Store a new key (hashed) and return it with its plaintext, which is never stored."""
+    plaintext = key or new_key()
+    record = ApiKey(
+        id=uuid7(),
+        namespace=namespace,
+        role=role.value,
+        name=name,
+        prefix=plaintext[:12],
+        key_hash=hash_key(plaintext),
+        created_at=datetime.now(UTC),
+        revoked_at=None,
+    )
+    await ApiKeyRepository(session).add(record)
+    return record, plaintext
+
+
+class Authenticator:
+    """Resolves a request's key to a principal; caches lookups for `auth_cache_ttl_s`."""
+
+    def __init__(self, settings: Settings, sessionmaker: async_sessionmaker[AsyncSession]) -> None:
+        self.settings = settings
+        self._sessionmaker = sessionmaker
+        self._ttl = settings.auth_cache_ttl_s
+        self._cache: dict[str, tuple[float, Principal | None]] = {}
+        self._keys_exist: tuple[float, bool] | None = None
+
+    async def startup(self) -> None:
+        """Store the bootstrap key if given; refuse to run open on a public address."""
+        async with self._sessionmaker() as session:
+            repo = ApiKeyRepository(session)
+            if self.settings.bootstrap_key is not None:
+                key = self.settings.bootstrap_key.get_secret_value()
+                if await repo.by_hash(hash_key(key)) is None:
+                    await create_key(
+                        session,
+                        namespace=DEFAULT_NAMESPACE,
+                        role=Role.ADMIN,
+                        name="bootstrap",
+                        key=key,
+                    )
+                    log.info("stored the bootstrap key as an admin key of namespace default")
+            active = await repo.count_active()
+            await session.commit()
+        self._keys_exist = (time.monotonic(), active > 0)
+        if self._runs_open(active > 0):
+            if not self._open_allowed_here():
+                raise StartupRefused(
+                    f"refusing to serve without authentication on {self.settings.host}: "
+                    "no API key exists. Create one with `engram keys create --namespace NAME "
+                    "--role admin` (or set ENGRAM_BOOTSTRAP_KEY), bind to 127.0.0.1, or set "
+                    "ENGRAM_PROTECTED_MODE=false to accept unauthenticated requests from anywhere."
+                )
+            log.warning(
+                "no API key exists: serving without authentication in namespace 'default'",
+                extra={"host": self.settings.host},
+            )
+
+    def _runs_open(self, keys_exist: bool) -> bool:
+        mode = self.settings.auth_mode
+        return mode is AuthMode.OFF or (mode is AuthMode.AUTO and not keys_exist)
+
+    def _open_allowed_here(self) -> bool:
+        return self.settings.bound_to_loopback or not self.settings.protected_mode
+
+    async def _any_keys(self) -> bool:
+        now = time.monotonic()
+        if self._keys_exist is not None and now - self._keys_exist[0] < self._ttl:
+            return self._keys_exist[1]
+        async with self._sessionmaker() as session:
+            exist = await ApiKeyRepository(session).count_active() > 0
+        self._keys_exist = (now, exist)
+        return exist
+
+    async def authenticate(self, token: str | None) -> Principal:
+        if token:
+            return await self._lookup(token)
+        if self.settings.auth_mode is not AuthMode.KEYS and self._open_allowed_here():
+            if self._runs_open(await self._any_keys()):
+                return Principal(DEFAULT_NAMESPACE, Role.ADMIN, None)
+        raise Unauthorized("an API key is required: send `Authorization: Bearer <key>`")
+
+    async def _lookup(self, token: str) -> Principal:
+        digest = hash_key(token)
+        now = time.monotonic()
+        cached = self._cache.get(digest)
+        if cached is not None and now - cached[0] < self._ttl:
+            principal = cached[1]
+        else:
+            async with self._sessionmaker() as session:
+                record = await ApiKeyRepository(session).by_hash(digest)
+            principal = None
+            if record is not None and hmac.compare_digest(record.key_hash, digest):
+                principal = Principal(record.namespace, Role(record.role), record.id)
+            if len(self._cache) > 10_000:
+                self._cache.clear()
+            self._cache[digest] = (now, principal)
+        if principal is None:
+            raise Unauthorized("invalid or revoked API key")
+        return principal

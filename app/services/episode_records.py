@@ -1,0 +1,166 @@
+"""Turn a validated episode request into SQL rows and blob payloads (no I/O)."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+from app.core.config import Limits
+from app.core.errors import PayloadTooLarge
+from app.schemas.common import NAME_MAX
+from app.schemas.episode import EpisodeContext, EpisodeCreate, StepCreate
+from app.storage.blobs import episode_doc_key, episode_step_key
+
+
+@dataclass(slots=True)
+class StepsPayload:
+    """Steps ready to store: skeleton values for SQL and full documents for the blob store."""
+
+    skeletons: list[dict[str, Any]]
+    documents: list[bytes]
+
+    @property
+    def nbytes(self) -> int:
+        return sum(len(d) for d in self.documents)
+
+
+@dataclass(slots=True)
+class NewEpisode:
+    namespace: str
+    row: dict[str, Any]
+    steps: StepsPayload
+    doc: bytes
+    idempotency_key: str | None
+    client_id: bool
+    puts: dict[bytes, bytes] = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.namespace, self.row["id"]
+
+
+def _too_large(field_name: str, reason: str) -> PayloadTooLarge:
+    return PayloadTooLarge(f"{field_name}: {reason}", field=field_name)
+
+
+def _check_text(field_name: str, value: str | None, limit: int) -> None:
+    if value is not None and len(value) > limit:
+        raise _too_large(field_name, f"{len(value)} characters, the limit is {limit}")
+
+
+def _check_bytes(field_name: str, size: int, limit: int) -> None:
+    if size > limit:
+        raise _too_large(field_name, f"{size} bytes, the limit is {limit}")
+
+
+def prepare_steps(
+    steps: list[StepCreate], *, first_seq: int, limits: Limits, where: str
+) -> StepsPayload:
+    """Check each step against the limits and serialise it."""
+    skeletons: list[dict[str, Any]] = []
+    documents: list[bytes] = []
+    for offset, step in enumerate(steps):
+        name = f"{where}[{offset}]"
+        for attr in ("action", "tool"):
+            _check_text(f"{name}.{attr}", getattr(step, attr), NAME_MAX)
+        _check_text(f"{name}.error", step.error, limits.max_text_chars)
+        encoded = orjson.dumps(step.model_dump(mode="json"))
+        _check_bytes(name, len(encoded), limits.max_step_bytes)
+        documents.append(encoded)
+        skeletons.append(
+            {
+                "seq": first_seq + offset,
+                "tool": step.tool,
+                "action": step.action,
+                "status": step.status.value,
+                "latency_ms": step.latency_ms,
+                "tokens": step.tokens,
+            }
+        )
+    return StepsPayload(skeletons, documents)
+
+
+def request_hash(data: EpisodeCreate) -> str:
+    """Fingerprint of a create request: a retry with other content is a conflict, not a replay."""
+    canonical = orjson.dumps(data.model_dump(mode="json"), option=orjson.OPT_SORT_KEYS)
+    return hashlib.sha256(canonical).hexdigest()
+
+
+def check_episode_limits(data: EpisodeCreate, limits: Limits) -> None:
+    if len(data.steps) > limits.max_steps:
+        raise _too_large("steps", f"{len(data.steps)} steps, the limit is {limits.max_steps}")
+    for attr in ("task_id", "agent_id", "task_type"):
+        _check_text(attr, getattr(data, attr), NAME_MAX)
+    for attr in ("description", "verdict"):
+        _check_text(attr, getattr(data, attr), limits.max_text_chars)
+    context = data.context if isinstance(data.context, EpisodeContext) else EpisodeContext()
+    _check_text("context.text", context.text, limits.max_text_chars)
+    for attr in ("domain", "language"):
+        _check_text(f"context.{attr}", getattr(context, attr), NAME_MAX)
+    for i, tag in enumerate(context.tags):
+        _check_text(f"context.tags[{i}]", tag, NAME_MAX)
+    for i, skill in enumerate(data.skills_applied):
+        _check_text(f"skills_applied[{i}]", skill, NAME_MAX)
+    _check_bytes("metadata", len(orjson.dumps(data.metadata)), limits.max_metadata_bytes)
+    _check_bytes("context.features", len(orjson.dumps(context.features)), limits.max_metadata_bytes)
+
+
+def build_episode(
+    namespace: str,
+    data: EpisodeCreate,
+    *,
+    episode_id: str,
+    idempotency_key: str | None,
+    now: datetime,
+    limits: Limits,
+) -> NewEpisode:
+    check_episode_limits(data, limits)
+    steps = prepare_steps(data.steps, first_seq=0, limits=limits, where="steps")
+    context = data.context if isinstance(data.context, EpisodeContext) else EpisodeContext()
+    doc = orjson.dumps({"context": context.model_dump(mode="json"), "metadata": data.metadata})
+    completed = data.outcome is not None
+    skeletons = steps.skeletons
+    row: dict[str, Any] = {
+        "namespace": namespace,
+        "id": episode_id,
+        "task_id": data.task_id,
+        "agent_id": data.agent_id,
+        "task_type": data.task_type,
+        "description": data.description,
+        "status": "completed" if completed else "open",
+        "outcome": data.outcome.value if data.outcome else None,
+        "verdict": data.verdict,
+        "progress": data.progress,
+        "domain": context.domain,
+        "language": context.language,
+        "tags": list(context.tags),
+        "skills_applied": list(data.skills_applied),
+        "step_count": len(skeletons),
+        "error_count": sum(1 for s in skeletons if s["status"] != "ok"),
+        "total_latency_ms": float(sum(s["latency_ms"] or 0 for s in skeletons)),
+        "total_tokens": sum(s["tokens"] or 0 for s in skeletons),
+        "payload_bytes": len(doc) + steps.nbytes,
+        "idempotency_key": idempotency_key,
+        "request_hash": request_hash(data),
+        "started_at": data.started_at,
+        "ended_at": data.ended_at,
+        "completed_at": now if completed else None,
+        "created_at": now,
+        "updated_at": now,
+    }
+    new = NewEpisode(
+        namespace=namespace,
+        row=row,
+        steps=steps,
+        doc=doc,
+        idempotency_key=idempotency_key,
+        client_id=data.id is not None,
+    )
+    new.puts[episode_doc_key(namespace, episode_id)] = doc
+    for skeleton, document in zip(skeletons, steps.documents, strict=True):
+        new.puts[episode_step_key(namespace, episode_id, skeleton["seq"])] = document
+    return new

@@ -1,0 +1,408 @@
+"""The episode writer: one task that owns every episode write, with group commit.
+
+Concurrent requests queue commands; the writer takes whatever is queued (up to
+`max_batch`), decides each command against the stored state, writes all new
+payloads to LevelDB in one synced batch, then applies all SQL changes in one
+transaction, and only then answers the requests. One fsync pair serves many
+requests, and because a single task performs every payload write, there are no
+races between appends, deletes and the orphan sweep.
+
+Like a worker job, the writer opens and commits its own sessions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from app.core.errors import AppError, Conflict, NotFound, PayloadTooLarge, StoreUnavailable
+from app.db.errors import is_store_outage
+from app.repositories.episodes import EpisodeRepository, Key
+from app.services.episode_records import NewEpisode, StepsPayload
+from app.storage.blobs import (
+    EPISODE_PREFIX,
+    BlobStore,
+    BlobStoreError,
+    episode_prefix,
+    episode_step_key,
+    parse_episode_key,
+)
+
+log = logging.getLogger("engram.writer")
+
+
+@dataclass(slots=True)
+class Replayed:
+    row: dict[str, Any]
+    replayed: bool
+
+
+@dataclass(slots=True)
+class _Command:
+    kind: str
+    key: Key
+    data: Any
+    future: asyncio.Future[Any]
+
+
+@dataclass
+class _Batch:
+    """What a batch of commands will change, built while deciding each command."""
+
+    state: dict[Key, dict[str, Any] | None] = field(default_factory=dict)
+    by_idem: dict[tuple[str, str], Key] = field(default_factory=dict)
+    inserts: list[dict[str, Any]] = field(default_factory=list)
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    updates: dict[Key, dict[str, Any]] = field(default_factory=dict)
+    deletes: list[Key] = field(default_factory=list)
+    puts: dict[bytes, bytes] = field(default_factory=dict)
+    results: list[tuple[asyncio.Future[Any], Any]] = field(default_factory=list)
+
+
+class EpisodeWriter:
+    def __init__(
+        self,
+        sessionmaker: async_sessionmaker[AsyncSession],
+        blobs: BlobStore,
+        *,
+        max_batch: int,
+        queue_size: int,
+        max_steps: int,
+    ) -> None:
+        self._sessionmaker = sessionmaker
+        self._blobs = blobs
+        self._max_batch = max_batch
+        self._max_steps = max_steps
+        self._queue: asyncio.Queue[_Command | None] = asyncio.Queue(maxsize=queue_size)
+        self._task: asyncio.Task[None] | None = None
+        self.batches = 0
+        self.commands = 0
+
+    # -- lifecycle -------------------------------------------------------------
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="engram-episode-writer")
+
+    async def stop(self) -> None:
+        """Finish every queued command, then stop."""
+        if self._task is None:
+            return
+        await self._queue.put(None)
+        await self._task
+        self._task = None
+
+    # -- commands --------------------------------------------------------------
+
+    async def _submit(self, kind: str, key: Key, data: Any) -> Any:
+        if self._task is None or self._task.done():
+            raise StoreUnavailable("episode writer is not running")
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        await self._queue.put(_Command(kind, key, data, future))
+        # Shielded: a client that disconnects does not cancel a write in progress.
+        return await asyncio.shield(future)
+
+    async def create(self, new: NewEpisode) -> Replayed:
+        result: Replayed = await self._submit("create", new.key, new)
+        return result
+
+    async def append(self, key: Key, steps: StepsPayload) -> dict[str, Any]:
+        result: dict[str, Any] = await self._submit("append", key, steps)
+        return result
+
+    async def complete(self, key: Key, values: dict[str, Any]) -> dict[str, Any]:
+        result: dict[str, Any] = await self._submit("complete", key, values)
+        return result
+
+    async def delete(self, key: Key) -> None:
+        await self._submit("delete", key, None)
+
+    async def sweep(self, *, chunk: int = 5000) -> int:
+        """Remove payloads that no row points to; returns the number of keys removed."""
+        removed, after = 0, None
+        while True:
+            count, after = await self._submit("sweep", ("", ""), (after, chunk))
+            removed += count
+            if after is None:
+                return removed
+
+    # -- the loop --------------------------------------------------------------
+
+    async def _run(self) -> None:
+        stopping = False
+        while not stopping:
+            first = await self._queue.get()
+            if first is None:
+                break
+            commands = [first]
+            while len(commands) < self._max_batch and not self._queue.empty():
+                nxt = self._queue.get_nowait()
+                if nxt is None:
+                    stopping = True
+                    break
+                commands.append(nxt)
+            try:
+                await self._process(commands)
+            except Exception as exc:  # never let the writer die; fail the batch instead
+                log.exception("episode writer batch failed")
+                for cmd in commands:
+                    if not cmd.future.done():
+                        cmd.future.set_exception(_as_app_error(exc))
+
+    async def _process(self, commands: list[_Command]) -> None:
+        while commands:
+            sweeps = [c for c in commands if c.kind == "sweep"]
+            writes = [c for c in commands if c.kind != "sweep"]
+            if writes:
+                rest = await self._apply(writes)
+                commands = rest + sweeps
+            else:
+                for cmd in sweeps:
+                    await self._sweep_chunk(cmd)
+                commands = []
+
+    async def _apply(self, commands: list[_Command]) -> list[_Command]:
+        """Apply a prefix of commands as one group commit; return those left for later."""
+        async with self._sessionmaker() as session:
+            try:
+                batch = _Batch()
+                await self._load(EpisodeRepository(session), commands, batch)
+                done = 0
+                for cmd in commands:
+                    if _touches_deleted(batch, cmd):
+                        break  # a command after a delete of the same episode waits a round
+                    try:
+                        _DECIDE[cmd.kind](self, batch, cmd)
+                    except AppError as exc:
+                        batch.results.append((cmd.future, exc))
+                    done += 1
+                await self._write(session, batch)
+            except IntegrityError:
+                await session.rollback()
+                if len(commands) == 1:
+                    _settle([(commands[0].future, Conflict("conflicting concurrent write"))])
+                    return []
+                # Someone else wrote the same keys; isolate each command to give each its answer.
+                for cmd in commands:
+                    await self._process([cmd])
+                return []
+            except BlobStoreError as exc:
+                await session.rollback()
+                _fail(commands, StoreUnavailable(f"payload store unavailable: {exc}"))
+                return []
+            except Exception as exc:
+                await session.rollback()
+                _fail(commands, _as_app_error(exc))
+                return []
+        _settle(batch.results)
+        self.batches += 1
+        self.commands += done
+        return commands[done:]
+
+    async def _load(self, repo: EpisodeRepository, commands: list[_Command], batch: _Batch) -> None:
+        keys = {c.key for c in commands if c.kind != "create" or c.data.client_id}
+        idem = {
+            (c.key[0], c.data.idempotency_key)
+            for c in commands
+            if c.kind == "create" and c.data.idempotency_key
+        }
+        batch.state.update(dict.fromkeys(keys))
+        for record in await repo.rows_for_write(keys, idem):
+            key = (record["namespace"], record["id"])
+            batch.state[key] = record
+            if record["idempotency_key"]:
+                batch.by_idem[(key[0], record["idempotency_key"])] = key
+
+    # -- deciding each command against the batch state ---------------------------
+
+    def _decide_create(self, batch: _Batch, cmd: _Command) -> None:
+        new: NewEpisode = cmd.data
+        ns = new.namespace
+        existing_key = batch.by_idem.get((ns, new.idempotency_key)) if new.idempotency_key else None
+        if existing_key is None and new.client_id:
+            existing_key = new.key if batch.state.get(new.key) is not None else None
+        if existing_key is not None:
+            existing = batch.state[existing_key]
+            assert existing is not None
+            other_id = new.client_id and existing_key != new.key
+            if other_id or existing["request_hash"] != new.row["request_hash"]:
+                raise Conflict(
+                    "an episode with this idempotency key or id exists with different content",
+                    id=existing_key[1],
+                )
+            batch.results.append((cmd.future, Replayed(existing, replayed=True)))
+            return
+        row = dict(new.row)
+        batch.state[new.key] = row
+        if new.idempotency_key:
+            batch.by_idem[(ns, new.idempotency_key)] = new.key
+        batch.inserts.append(row)
+        batch.steps.extend(
+            {"namespace": ns, "episode_id": row["id"], **s} for s in new.steps.skeletons
+        )
+        batch.puts.update(new.puts)
+        batch.results.append((cmd.future, Replayed(row, replayed=False)))
+
+    def _existing(self, batch: _Batch, key: Key) -> dict[str, Any]:
+        row = batch.state.get(key)
+        if row is None:
+            raise NotFound(f"episode {key[1]!r} not found")
+        return row
+
+    def _decide_append(self, batch: _Batch, cmd: _Command) -> None:
+        row = self._existing(batch, cmd.key)
+        steps: StepsPayload = cmd.data
+        if row["status"] != "open":
+            raise Conflict("the episode is completed; steps can no longer be added", field="steps")
+        total = row["step_count"] + len(steps.skeletons)
+        if total > self._max_steps:
+            raise PayloadTooLarge(
+                f"steps: the episode would have {total} steps, the limit is {self._max_steps}",
+                field="steps",
+            )
+        ns, eid = cmd.key
+        first = row["step_count"]
+        now = datetime.now(UTC)
+        for i, (skeleton, doc) in enumerate(zip(steps.skeletons, steps.documents, strict=True)):
+            seq = first + i
+            batch.steps.append({"namespace": ns, "episode_id": eid, **skeleton, "seq": seq})
+            batch.puts[episode_step_key(ns, eid, seq)] = doc
+        changes = {
+            "step_count": total,
+            "error_count": row["error_count"]
+            + sum(1 for s in steps.skeletons if s["status"] != "ok"),
+            "total_latency_ms": row["total_latency_ms"]
+            + sum(s["latency_ms"] or 0 for s in steps.skeletons),
+            "total_tokens": row["total_tokens"] + sum(s["tokens"] or 0 for s in steps.skeletons),
+            "payload_bytes": row["payload_bytes"] + steps.nbytes,
+            "updated_at": now,
+        }
+        self._change(batch, cmd, row, changes)
+
+    def _decide_complete(self, batch: _Batch, cmd: _Command) -> None:
+        row = self._existing(batch, cmd.key)
+        values: dict[str, Any] = cmd.data
+        if row["status"] == "completed":
+            same = row["outcome"] == values["outcome"] and all(
+                row[k] == values[k] for k in ("verdict", "progress") if values.get(k) is not None
+            )
+            if not same:
+                raise Conflict(
+                    f"the episode is already completed with outcome {row['outcome']!r}",
+                    field="outcome",
+                )
+            batch.results.append((cmd.future, dict(row)))
+            return
+        now = datetime.now(UTC)
+        self._change(
+            batch,
+            cmd,
+            row,
+            {**values, "status": "completed", "completed_at": now, "updated_at": now},
+        )
+
+    def _decide_delete(self, batch: _Batch, cmd: _Command) -> None:
+        self._existing(batch, cmd.key)
+        batch.state[cmd.key] = None
+        batch.deletes.append(cmd.key)
+        batch.results.append((cmd.future, None))
+
+    def _change(
+        self, batch: _Batch, cmd: _Command, row: dict[str, Any], changes: dict[str, Any]
+    ) -> None:
+        row.update(changes)
+        batch.updates.setdefault(cmd.key, {}).update(changes)
+        batch.results.append((cmd.future, dict(row)))
+
+    # -- writing ---------------------------------------------------------------
+
+    async def _write(self, session: AsyncSession, batch: _Batch) -> None:
+        if batch.puts:
+            await self._blobs.write(batch.puts)  # synced before the rows that point to it
+        repo = EpisodeRepository(session)
+        await repo.insert_many(batch.inserts, batch.steps)
+        for key, values in batch.updates.items():
+            if key not in batch.deletes:
+                await repo.update_values(key, values)
+        for key in batch.deletes:
+            await repo.delete(key)
+        if batch.inserts or batch.steps or batch.updates or batch.deletes:
+            await session.commit()
+        for ns, eid in batch.deletes:
+            # Rows are gone and committed; a crash before this leaves orphans for the sweep.
+            try:
+                await self._blobs.delete_prefix(episode_prefix(ns, eid))
+            except BlobStoreError:
+                log.warning(
+                    "payload delete failed; the sweep removes it", extra={"episode_id": eid}
+                )
+
+    async def _sweep_chunk(self, cmd: _Command) -> None:
+        after, limit = cmd.data
+        try:
+            keys = await self._blobs.scan_keys(EPISODE_PREFIX, after=after, limit=limit)
+            parsed = [(key, *parse_episode_key(key)) for key in keys]
+            pairs = list({(ns, eid) for _, ns, eid, _ in parsed})
+            async with self._sessionmaker() as session:
+                counts = await EpisodeRepository(session).step_counts(pairs)
+                await session.rollback()
+            orphans = [
+                key
+                for key, ns, eid, seq in parsed
+                if (ns, eid) not in counts or (seq is not None and seq >= counts[(ns, eid)])
+            ]
+            if orphans:
+                await self._blobs.write({}, deletes=orphans)
+                log.info("swept orphan payloads", extra={"keys": len(orphans)})
+            next_after = keys[-1] if len(keys) >= limit else None
+            cmd.future.set_result((len(orphans), next_after))
+        except Exception as exc:
+            cmd.future.set_exception(_as_app_error(exc))
+
+
+_DECIDE: dict[str, Callable[[EpisodeWriter, _Batch, _Command], None]] = {
+    "create": EpisodeWriter._decide_create,
+    "append": EpisodeWriter._decide_append,
+    "complete": EpisodeWriter._decide_complete,
+    "delete": EpisodeWriter._decide_delete,
+}
+
+
+def _touches_deleted(batch: _Batch, cmd: _Command) -> bool:
+    if cmd.key in batch.deletes:
+        return True
+    if cmd.kind == "create" and cmd.data.idempotency_key:
+        return batch.by_idem.get((cmd.key[0], cmd.data.idempotency_key)) in batch.deletes
+    return False
+
+
+def _settle(results: list[tuple[asyncio.Future[Any], Any]]) -> None:
+    for future, value in results:
+        if future.done():
+            continue
+        if isinstance(value, BaseException):
+            future.set_exception(value)
+        else:
+            future.set_result(value)
+
+
+def _fail(commands: list[_Command], exc: AppError) -> None:
+    for cmd in commands:
+        if not cmd.future.done():
+            cmd.future.set_exception(exc)
+
+
+def _as_app_error(exc: Exception) -> AppError:
+    if isinstance(exc, AppError):
+        return exc
+    if isinstance(exc, BlobStoreError):
+        return StoreUnavailable(f"payload store unavailable: {exc}")
+    if is_store_outage(exc):
+        return StoreUnavailable(f"database unavailable: {exc.__class__.__name__}")
+    return AppError("internal error while writing")

@@ -1,0 +1,148 @@
+"""Episode use cases: writes go through the episode writer, reads straight to the stores."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.core.config import Limits
+from app.core.errors import InvalidInput, NotFound, PayloadTooLarge
+from app.repositories.episodes import EpisodeFilters, EpisodeRepository
+from app.schemas.episode import (
+    EpisodeComplete,
+    EpisodeContext,
+    EpisodeCreate,
+    EpisodePage,
+    EpisodeRead,
+    EpisodeSummary,
+    StepCreate,
+    StepRead,
+)
+from app.services.episode_records import build_episode, prepare_steps
+from app.services.episode_writer import EpisodeWriter, Replayed
+from app.services.ids import uuid7
+from app.storage.blobs import BlobStore, episode_prefix, parse_episode_key
+
+IDEMPOTENCY_KEY_MAX = 256
+
+
+def encode_cursor(created_at: datetime, episode_id: str) -> str:
+    raw = orjson.dumps([created_at.isoformat(), episode_id])
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, str]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        stamp, episode_id = orjson.loads(raw)
+        created_at = datetime.fromisoformat(stamp)
+        if created_at.tzinfo is None or not isinstance(episode_id, str):
+            raise ValueError
+    except (ValueError, TypeError, binascii.Error, orjson.JSONDecodeError) as exc:
+        raise InvalidInput("cursor: not a cursor returned by this API", field="cursor") from exc
+    return created_at.astimezone(UTC), episode_id
+
+
+class EpisodeService:
+    def __init__(
+        self, session: AsyncSession, *, blobs: BlobStore, writer: EpisodeWriter, limits: Limits
+    ) -> None:
+        self.repo = EpisodeRepository(session)
+        self.blobs = blobs
+        self.writer = writer
+        self.limits = limits
+
+    async def create(
+        self, namespace: str, data: EpisodeCreate, *, idempotency_key: str | None
+    ) -> Replayed:
+        """Store a new episode, or return the first result of a retried request."""
+        if idempotency_key is not None and not 0 < len(idempotency_key) <= IDEMPOTENCY_KEY_MAX:
+            raise InvalidInput(
+                f"Idempotency-Key: 1 to {IDEMPOTENCY_KEY_MAX} characters", field="Idempotency-Key"
+            )
+        new = build_episode(
+            namespace,
+            data,
+            episode_id=data.id or uuid7(),
+            idempotency_key=idempotency_key,
+            now=datetime.now(UTC),
+            limits=self.limits,
+        )
+        return await self.writer.create(new)
+
+    async def append_steps(
+        self, namespace: str, episode_id: str, steps: list[StepCreate]
+    ) -> EpisodeSummary:
+        """Add steps to an open episode."""
+        if len(steps) > self.limits.max_steps:
+            raise PayloadTooLarge(
+                f"steps: {len(steps)} steps, the limit is {self.limits.max_steps}", field="steps"
+            )
+        payload = prepare_steps(steps, first_seq=0, limits=self.limits, where="steps")
+        row = await self.writer.append((namespace, episode_id), payload)
+        return EpisodeSummary.model_validate(row)
+
+    async def complete(
+        self, namespace: str, episode_id: str, data: EpisodeComplete
+    ) -> EpisodeSummary:
+        """Set the outcome; the same outcome again is a no-op, a different one a conflict."""
+        if data.verdict is not None and len(data.verdict) > self.limits.max_text_chars:
+            raise PayloadTooLarge(
+                f"verdict: {len(data.verdict)} characters, the limit is {self.limits.max_text_chars}",
+                field="verdict",
+            )
+        values: dict[str, Any] = {
+            "outcome": data.outcome.value,
+            "verdict": data.verdict,
+            "progress": data.progress,
+        }
+        if data.ended_at is not None:
+            values["ended_at"] = data.ended_at
+        row = await self.writer.complete((namespace, episode_id), values)
+        return EpisodeSummary.model_validate(row)
+
+    async def delete(self, namespace: str, episode_id: str) -> None:
+        """Delete the row, then its payload."""
+        await self.writer.delete((namespace, episode_id))
+
+    async def get(self, namespace: str, episode_id: str) -> EpisodeRead:
+        """The whole episode: the row from SQL, steps and context from the blob store."""
+        episode = await self.repo.get(namespace, episode_id)
+        if episode is None:
+            raise NotFound(f"episode {episode_id!r} not found")
+        items = await self.blobs.get_prefix(episode_prefix(namespace, episode_id))
+        doc: dict[str, Any] | None = None
+        steps: list[StepRead] = []
+        for key, value in items:
+            _, _, seq = parse_episode_key(key)
+            if seq is None:
+                doc = orjson.loads(value)
+            elif seq < episode.step_count:  # later seqs belong to a write not yet committed
+                steps.append(StepRead(seq=seq, **orjson.loads(value)))
+        if doc is None:
+            # Deleted between the two reads: the row is gone now too.
+            raise NotFound(f"episode {episode_id!r} not found")
+        summary = EpisodeSummary.model_validate(episode, from_attributes=True)
+        return EpisodeRead(
+            **summary.model_dump(),
+            context=EpisodeContext.model_validate(doc["context"]),
+            steps=steps,
+            metadata=doc["metadata"],
+        )
+
+    async def list(
+        self, namespace: str, filters: EpisodeFilters, *, cursor: str | None, limit: int
+    ) -> EpisodePage:
+        """Newest first, with a keyset cursor."""
+        after = decode_cursor(cursor) if cursor else None
+        rows = await self.repo.list(namespace, filters, after=after, limit=limit + 1)
+        more = len(rows) > limit
+        rows = rows[:limit]
+        items = [EpisodeSummary.model_validate(r, from_attributes=True) for r in rows]
+        next_cursor = encode_cursor(rows[-1].created_at, rows[-1].id) if more else None
+        return EpisodePage(items=items, next_cursor=next_cursor)
