@@ -91,10 +91,10 @@ class EpisodeService:
         self, namespace: str, episode_id: str, data: EpisodeComplete
     ) -> EpisodeSummary:
         """Set the outcome; the same outcome again is a no-op, a different one a conflict."""
-        if data.verdict is not None and len(data.verdict) > self.limits.max_text_chars:
+        limit = self.limits.max_text_chars
+        if data.verdict is not None and len(data.verdict) > limit:
             raise PayloadTooLarge(
-                f"verdict: {len(data.verdict)} characters, the limit is {self.limits.max_text_chars}",
-                field="verdict",
+                f"verdict: {len(data.verdict)} characters, the limit is {limit}", field="verdict"
             )
         values: dict[str, Any] = {
             "outcome": data.outcome.value,

@@ -1,0 +1,72 @@
+"""Retries are safe: an Idempotency-Key or a client-chosen id returns the first result."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+
+from tests.conftest import episode_body
+
+
+async def count(client: httpx.AsyncClient) -> int:
+    return len((await client.get("/v1/episodes", params={"limit": "200"})).json()["items"])
+
+
+async def test_idempotency_key_replays_first_result(client: httpx.AsyncClient) -> None:
+    headers = {"Idempotency-Key": "retry-1"}
+    first = await client.post("/v1/episodes", json=episode_body(), headers=headers)
+    second = await client.post("/v1/episodes", json=episode_body(), headers=headers)
+    assert first.status_code == second.status_code == 201
+    assert second.json()["id"] == first.json()["id"]
+    assert second.headers["idempotent-replayed"] == "true"
+    assert "idempotent-replayed" not in first.headers
+    assert await count(client) == 1
+
+
+async def test_idempotency_key_with_other_content_is_a_conflict(client: httpx.AsyncClient) -> None:
+    headers = {"Idempotency-Key": "retry-2"}
+    first = await client.post("/v1/episodes", json=episode_body("a"), headers=headers)
+    other = await client.post("/v1/episodes", json=episode_body("b"), headers=headers)
+    assert other.status_code == 409
+    assert other.json()["error"] == "Conflict"
+    assert other.json()["id"] == first.json()["id"]
+    assert await count(client) == 1
+
+
+async def test_client_supplied_id_is_idempotent(client: httpx.AsyncClient) -> None:
+    body = episode_body(id="agent-7:run-42")
+    first = await client.post("/v1/episodes", json=body)
+    again = await client.post("/v1/episodes", json=body)
+    assert first.status_code == again.status_code == 201
+    assert first.json()["id"] == again.json()["id"] == "agent-7:run-42"
+    different = await client.post("/v1/episodes", json={**body, "verdict": "other"})
+    assert different.status_code == 409
+    assert (await client.get("/v1/episodes/agent-7:run-42")).status_code == 200
+    assert await count(client) == 1
+
+
+async def test_concurrent_identical_posts_make_one_episode(client: httpx.AsyncClient) -> None:
+    headers = {"Idempotency-Key": "burst"}
+    results = await asyncio.gather(
+        *(client.post("/v1/episodes", json=episode_body(), headers=headers) for _ in range(25))
+    )
+    assert {r.status_code for r in results} == {201}
+    assert len({r.json()["id"] for r in results}) == 1
+    assert sum(r.headers.get("idempotent-replayed") == "true" for r in results) == 24
+    by_id = await asyncio.gather(
+        *(client.post("/v1/episodes", json=episode_body(id="same")) for _ in range(25))
+    )
+    assert {r.status_code for r in by_id} == {201}
+    assert await count(client) == 2
+
+
+async def test_replay_survives_deletion_of_nothing_else(client: httpx.AsyncClient) -> None:
+    """After the first episode is deleted, the same key creates a new one (nothing to replay)."""
+    headers = {"Idempotency-Key": "gone"}
+    first = (await client.post("/v1/episodes", json=episode_body(), headers=headers)).json()
+    assert (await client.delete(f"/v1/episodes/{first['id']}")).status_code == 204
+    again = await client.post("/v1/episodes", json=episode_body(), headers=headers)
+    assert again.status_code == 201
+    assert again.json()["id"] != first["id"]
+    assert "idempotent-replayed" not in again.headers

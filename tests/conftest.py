@@ -1,0 +1,126 @@
+"""Fixtures: a real SQLite file (or the PostgreSQL server in ENGRAM_TEST_DATABASE_URL)
+and a real LevelDB directory per test, the app run through its lifespan, an httpx client."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+from sqlalchemy import text
+
+from app.core.config import Settings
+from app.db.engine import create_engine
+from app.models import Base
+from app.services.auth import Role, create_key
+
+PG_URL = os.environ.get("ENGRAM_TEST_DATABASE_URL")
+
+
+@pytest.fixture
+def backend() -> str:
+    return "postgresql" if PG_URL else "sqlite"
+
+
+async def _reset_postgres(url: str) -> None:
+    """Empty every table so each test starts from nothing (the schema stays migrated)."""
+    engine = create_engine(Settings(database_url=url))
+    try:
+        async with engine.begin() as conn:
+            exists = await conn.execute(text("SELECT to_regclass('public.alembic_version')"))
+            if exists.scalar() is None:
+                return
+            names = ", ".join(t.name for t in Base.metadata.sorted_tables)
+            await conn.execute(text(f"TRUNCATE {names} CASCADE"))
+    finally:
+        await engine.dispose()
+
+
+@pytest.fixture
+async def settings(tmp_path: Path) -> Settings:
+    if PG_URL:
+        await _reset_postgres(PG_URL)
+        url = PG_URL
+    else:
+        url = f"sqlite+aiosqlite:///{tmp_path / 'engram.db'}"
+    return Settings(
+        database_url=url,
+        blob_dir=tmp_path / "blobs",
+        log_requests=False,
+        sweep_interval_s=0,
+        auth_cache_ttl_s=0,
+    )
+
+
+@contextlib.asynccontextmanager
+async def running(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+    """Run the app's lifespan and give an async client talking to it in-process."""
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://engram.test") as client:
+            yield client
+
+
+@pytest.fixture
+async def app(settings: Settings) -> AsyncIterator[FastAPI]:
+    from app.main import create_app
+
+    application = create_app(settings)
+    async with application.router.lifespan_context(application):
+        yield application
+
+
+@pytest.fixture
+async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://engram.test") as c:
+        yield c
+
+
+@pytest.fixture
+def make_key(app: FastAPI) -> Callable[..., Any]:
+    """Create an API key in the running app's database; returns the plaintext."""
+
+    async def _make(namespace: str, role: str = "agent") -> str:
+        async with app.state.engram.write_sessions() as session:
+            _, plaintext = await create_key(
+                session, namespace=namespace, role=Role(role), name=None
+            )
+            await session.commit()
+        return plaintext
+
+    return _make
+
+
+def auth(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+def episode_body(task_id: str = "task_1", steps: int = 3, **extra: Any) -> dict[str, Any]:
+    return {
+        "task_id": task_id,
+        "agent_id": "agent_a",
+        "task_type": "code_search",
+        "description": "find where the config is loaded",
+        "context": {"domain": "python", "language": "en", "tags": ["repo"], "text": "monorepo"},
+        "steps": [
+            {
+                "tool": "shell",
+                "action": f"step_{i}",
+                "input": {"cmd": f"grep -r config src/{i}"},
+                "output": {"lines": [f"src/{i}/config.py:1"]},
+                "status": "ok",
+                "latency_ms": 12.5,
+                "tokens": 40,
+            }
+            for i in range(steps)
+        ],
+        "outcome": "success",
+        "verdict": "found it",
+        **extra,
+    }
