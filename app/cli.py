@@ -8,12 +8,27 @@ from typing import Annotated
 
 import typer
 
-from app.core.config import get_settings
+from app.core.config import Settings, get_settings
 from app.core.logging import configure_logging
 
 cli = typer.Typer(help="Engram: self-learning episodic memory for AI agents.", no_args_is_help=True)
 keys_cli = typer.Typer(help="Manage API keys.", no_args_is_help=True)
 cli.add_typer(keys_cli, name="keys")
+
+
+async def _preflight(settings: Settings) -> None:
+    """Migrate (when configured) and apply the protected-mode check before binding."""
+    from app.db.engine import create_engine, create_sessionmaker
+    from app.db.migrate import migrate as run_migrate
+    from app.services.auth import Authenticator
+
+    engine = create_engine(settings)
+    try:
+        if settings.migrate_on_start:
+            await run_migrate(engine)
+        await Authenticator(settings, create_sessionmaker(engine, write=True)).startup(warn=False)
+    finally:
+        await engine.dispose()
 
 
 @cli.command()
@@ -33,6 +48,12 @@ def serve(
     if port is not None:
         settings.port = port
     configure_logging(settings.log_level)
+    try:
+        # The lifespan checks this too; checking first gives a clean message and exit code.
+        asyncio.run(_preflight(settings))
+    except StartupRefused as exc:
+        typer.echo(f"engram: {exc}", err=True)
+        raise typer.Exit(2) from exc
     app = create_app(settings)
     config = uvicorn.Config(
         app,
@@ -44,11 +65,7 @@ def serve(
         timeout_keep_alive=30,
     )
     server = uvicorn.Server(config)
-    try:
-        server.run()
-    except StartupRefused as exc:
-        typer.echo(f"engram: {exc}", err=True)
-        raise typer.Exit(2) from exc
+    server.run()
     if not server.started:
         raise typer.Exit(3)
 

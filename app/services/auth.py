@@ -84,7 +84,7 @@ class Authenticator:
         self._cache: dict[str, tuple[float, Principal | None]] = {}
         self._keys_exist: tuple[float, bool] | None = None
 
-    async def startup(self) -> None:
+    async def startup(self, *, warn: bool = True) -> None:
         """Store the bootstrap key if given; refuse to run open on a public address."""
         async with self._sessionmaker() as session:
             repo = ApiKeyRepository(session)
@@ -110,10 +110,11 @@ class Authenticator:
                     "--role admin` (or set ENGRAM_BOOTSTRAP_KEY), bind to 127.0.0.1, or set "
                     "ENGRAM_PROTECTED_MODE=false to accept unauthenticated requests from anywhere."
                 )
-            log.warning(
-                "no API key exists: serving without authentication in namespace 'default'",
-                extra={"host": self.settings.host},
-            )
+            if warn:
+                log.warning(
+                    "no API key exists: serving without authentication in namespace 'default'",
+                    extra={"host": self.settings.host},
+                )
 
     def _runs_open(self, keys_exist: bool) -> bool:
         mode = self.settings.auth_mode

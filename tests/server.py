@@ -1,0 +1,91 @@
+"""Run the real `engram serve` as a subprocess on a free loopback port (tests and bench)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+class EngramServer:
+    def __init__(self, data_dir: Path, *, database_url: str | None = None, **env: str) -> None:
+        self.data_dir = data_dir
+        self.port = free_port()
+        self.env = {
+            **os.environ,
+            "ENGRAM_DATABASE_URL": database_url or f"sqlite+aiosqlite:///{data_dir}/engram.db",
+            "ENGRAM_BLOB_DIR": str(data_dir / "blobs"),
+            "ENGRAM_HOST": "127.0.0.1",
+            "ENGRAM_PORT": str(self.port),
+            "ENGRAM_LOG_REQUESTS": "false",
+            **env,
+        }
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log_path = data_dir / "server.log"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, *, timeout: float = 30.0) -> EngramServer:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("ab") as log:  # the child keeps its own copy of the fd
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "app.cli", "serve"],
+                env=self.env,
+                stdout=log,
+                stderr=log,
+                cwd=Path(__file__).resolve().parent.parent,
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"engram exited with {self.proc.returncode}: {self.log()}")
+            try:
+                if httpx.get(f"{self.url}/health", timeout=1).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError(f"engram did not start: {self.log()}")
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")[-4000:]
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown hooks run, as in a crash."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+
+    def stop(self) -> int:
+        if self.proc is None:
+            return 0
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+    def rss_bytes(self) -> int:
+        assert self.proc is not None
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+        return 0

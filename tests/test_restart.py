@@ -1,0 +1,58 @@
+"""Survival across restarts of the app on the same data directory, and the orphan sweep."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import plyvel
+
+from app.core.config import Settings
+from app.main import create_app
+from app.storage.blobs import episode_doc_key, episode_prefix, episode_step_key
+from tests.conftest import episode_body, running
+
+
+async def test_episodes_survive_restart(settings: Settings) -> None:
+    async with running(create_app(settings)) as client:
+        whole = (await client.post("/v1/episodes", json=episode_body(steps=5))).json()
+        open_ = (await client.post("/v1/episodes", json={"task_id": "open"})).json()
+        await client.post(f"/v1/episodes/{open_['id']}/steps", json={"action": "a", "output": "x"})
+        before = [(await client.get(f"/v1/episodes/{e['id']}")).json() for e in (whole, open_)]
+
+    async with running(create_app(settings)) as client:
+        after = [(await client.get(f"/v1/episodes/{e['id']}")).json() for e in (whole, open_)]
+        assert after == before
+        # The open episode is still open and can be completed after the restart.
+        r = await client.post(f"/v1/episodes/{open_['id']}/complete", json={"outcome": "success"})
+        assert r.status_code == 200
+        page = (await client.get("/v1/episodes")).json()
+        assert {e["id"] for e in page["items"]} == {whole["id"], open_["id"]}
+
+
+async def test_orphan_payloads_are_swept_on_start(settings: Settings) -> None:
+    async with running(create_app(settings)) as client:
+        kept = (await client.post("/v1/episodes", json=episode_body(steps=2))).json()["id"]
+
+    # What a crash between the payload write and the SQL commit leaves behind.
+    db = plyvel.DB(str(settings.blob_dir))
+    db.put(episode_doc_key("default", "ghost"), b"{}")
+    db.put(episode_step_key("default", "ghost", 0), b"{}")
+    db.put(episode_step_key("default", kept, 2), b'{"action": "never committed"}')
+    db.close()
+
+    app = create_app(settings)
+    async with running(app) as client:
+        blobs = app.state.engram.blobs
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if not await blobs.get_prefix(episode_prefix("default", "ghost")):
+                break
+            await asyncio.sleep(0.05)
+        assert await blobs.get_prefix(episode_prefix("default", "ghost")) == []
+        assert await blobs.get(episode_step_key("default", kept, 2)) is None
+        full = (await client.get(f"/v1/episodes/{kept}")).json()
+        assert [s["seq"] for s in full["steps"]] == [0, 1]
+        assert len(await blobs.get_prefix(episode_prefix("default", kept))) == 3
+        # A sweep now finds nothing more to remove.
+        assert await app.state.engram.writer.sweep() == 0
