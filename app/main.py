@@ -18,6 +18,7 @@ from app.db.engine import create_engine, create_sessionmaker
 from app.db.migrate import migrate
 from app.services.auth import Authenticator
 from app.services.episode_writer import EpisodeWriter
+from app.services.episodes import EpisodeService
 from app.storage.leveldb import LevelDBBlobStore
 
 log = logging.getLogger("engram")
@@ -67,6 +68,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 blobs=blobs,
                 writer=writer,
                 auth=auth,
+                episodes=EpisodeService(blobs=blobs, writer=writer, limits=settings.limits),
             )
             sweeper = asyncio.create_task(_sweep_loop(writer, settings.sweep_interval_s))
             log.info(

@@ -1,4 +1,8 @@
-"""Annotated dependencies: settings, sessions, stores, the caller's principal."""
+"""Annotated dependencies: settings, sessions, stores, the caller's principal.
+
+All are `async def`: FastAPI would run a plain `def` dependency in a thread pool,
+a thread hop on every request.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import Depends, Header, Request
+from fastapi import Depends, Request
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.core.config import Settings
@@ -27,9 +31,10 @@ class AppState:
     blobs: BlobStore
     writer: EpisodeWriter
     auth: Authenticator
+    episodes: EpisodeService
 
 
-def get_state(request: Request) -> AppState:
+async def get_state(request: Request) -> AppState:
     state: AppState = request.app.state.engram
     return state
 
@@ -37,7 +42,7 @@ def get_state(request: Request) -> AppState:
 StateDep = Annotated[AppState, Depends(get_state)]
 
 
-def get_settings_dep(state: StateDep) -> Settings:
+async def get_settings_dep(state: StateDep) -> Settings:
     return state.settings
 
 
@@ -59,7 +64,7 @@ async def get_session(state: StateDep) -> AsyncIterator[AsyncSession]:
 SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]
 
 
-def get_blobs(state: StateDep) -> BlobStore:
+async def get_blobs(state: StateDep) -> BlobStore:
     return state.blobs
 
 
@@ -74,34 +79,42 @@ def _bearer(authorization: str | None, x_api_key: str | None) -> str | None:
     return x_api_key or None
 
 
-async def get_principal(
-    state: StateDep,
-    authorization: Annotated[str | None, Header(include_in_schema=False)] = None,
-    x_api_key: Annotated[str | None, Header(include_in_schema=False)] = None,
-) -> Principal:
-    return await state.auth.authenticate(_bearer(authorization, x_api_key))
+async def get_principal(request: Request) -> Principal:
+    # Headers are read here rather than declared as Header() parameters: this runs on
+    # every request, and FastAPI's parameter machinery costs more than the lookup.
+    headers = request.headers
+    token = _bearer(headers.get("authorization"), headers.get("x-api-key"))
+    state: AppState = request.app.state.engram
+    return await state.auth.authenticate(token)
 
 
 PrincipalDep = Annotated[Principal, Depends(get_principal)]
 
 
-def _role(role: Role):  # type: ignore[no-untyped-def]
-    def dependency(principal: PrincipalDep) -> Principal:
-        principal.require(role)
-        return principal
-
-    return dependency
+async def require_reader(request: Request) -> Principal:
+    return await get_principal(request)
 
 
-ReaderDep = Annotated[Principal, Depends(_role(Role.READER))]
-AgentDep = Annotated[Principal, Depends(_role(Role.AGENT))]
-AdminDep = Annotated[Principal, Depends(_role(Role.ADMIN))]
+async def require_agent(request: Request) -> Principal:
+    principal = await get_principal(request)
+    principal.require(Role.AGENT)
+    return principal
 
 
-def get_episode_service(state: StateDep, session: SessionDep) -> EpisodeService:
-    return EpisodeService(
-        session, blobs=state.blobs, writer=state.writer, limits=state.settings.limits
-    )
+async def require_admin(request: Request) -> Principal:
+    principal = await get_principal(request)
+    principal.require(Role.ADMIN)
+    return principal
+
+
+ReaderDep = Annotated[Principal, Depends(require_reader)]
+AgentDep = Annotated[Principal, Depends(require_agent)]
+AdminDep = Annotated[Principal, Depends(require_admin)]
+
+
+async def get_episode_service(request: Request) -> EpisodeService:
+    state: AppState = request.app.state.engram
+    return state.episodes
 
 
 EpisodeServiceDep = Annotated[EpisodeService, Depends(get_episode_service)]

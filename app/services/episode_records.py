@@ -119,6 +119,7 @@ def build_episode(
     limits: Limits,
 ) -> NewEpisode:
     check_episode_limits(data, limits)
+    keyed = idempotency_key is not None or data.id is not None
     steps = prepare_steps(data.steps, first_seq=0, limits=limits, where="steps")
     context = data.context if isinstance(data.context, EpisodeContext) else EpisodeContext()
     doc = orjson.dumps({"context": context.model_dump(mode="json"), "metadata": data.metadata})
@@ -145,7 +146,8 @@ def build_episode(
         "total_tokens": sum(s["tokens"] or 0 for s in skeletons),
         "payload_bytes": len(doc) + steps.nbytes,
         "idempotency_key": idempotency_key,
-        "request_hash": request_hash(data),
+        # Only a keyed request can be retried into a replay, so only those are fingerprinted.
+        "request_hash": request_hash(data) if keyed else "",
         "started_at": data.started_at,
         "ended_at": data.ended_at,
         "completed_at": now if completed else None,

@@ -49,10 +49,9 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
 
 
 class EpisodeService:
-    def __init__(
-        self, session: AsyncSession, *, blobs: BlobStore, writer: EpisodeWriter, limits: Limits
-    ) -> None:
-        self.repo = EpisodeRepository(session)
+    """Created once per process; reads take the request's session as their first argument."""
+
+    def __init__(self, *, blobs: BlobStore, writer: EpisodeWriter, limits: Limits) -> None:
         self.blobs = blobs
         self.writer = writer
         self.limits = limits
@@ -110,9 +109,9 @@ class EpisodeService:
         """Delete the row, then its payload."""
         await self.writer.delete((namespace, episode_id))
 
-    async def get(self, namespace: str, episode_id: str) -> EpisodeRead:
+    async def get(self, session: AsyncSession, namespace: str, episode_id: str) -> EpisodeRead:
         """The whole episode: the row from SQL, steps and context from the blob store."""
-        episode = await self.repo.get(namespace, episode_id)
+        episode = await EpisodeRepository(session).get(namespace, episode_id)
         if episode is None:
             raise NotFound(f"episode {episode_id!r} not found")
         items = await self.blobs.get_prefix(episode_prefix(namespace, episode_id))
@@ -136,11 +135,18 @@ class EpisodeService:
         )
 
     async def list(
-        self, namespace: str, filters: EpisodeFilters, *, cursor: str | None, limit: int
+        self,
+        session: AsyncSession,
+        namespace: str,
+        filters: EpisodeFilters,
+        *,
+        cursor: str | None,
+        limit: int,
     ) -> EpisodePage:
         """Newest first, with a keyset cursor."""
         after = decode_cursor(cursor) if cursor else None
-        rows = await self.repo.list(namespace, filters, after=after, limit=limit + 1)
+        repo = EpisodeRepository(session)
+        rows = await repo.list(namespace, filters, after=after, limit=limit + 1)
         more = len(rows) > limit
         rows = rows[:limit]
         items = [EpisodeSummary.model_validate(r, from_attributes=True) for r in rows]

@@ -5,10 +5,11 @@ from __future__ import annotations
 import re
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Path, Query, Response, status
+from fastapi import APIRouter, Path, Query, Request, Response, status
 from pydantic import AwareDatetime
 
-from app.api.deps import AgentDep, EpisodeServiceDep, ReaderDep, SettingsDep
+from app.api.body import json_body, parse_body
+from app.api.deps import AgentDep, EpisodeServiceDep, ReaderDep, SessionDep, SettingsDep
 from app.core.errors import InvalidInput, NotFound, error_responses
 from app.repositories.episodes import EpisodeFilters
 from app.schemas.common import IDENT_PATTERN
@@ -43,18 +44,28 @@ EpisodeId = Annotated[str, Path(description="Episode id")]
     status_code=status.HTTP_201_CREATED,
     response_model=EpisodeSummary,
     responses=error_responses(401, 403, 409, 413, 422, 503),
+    openapi_extra={
+        **json_body("EpisodeCreate", EpisodeCreate),
+        "parameters": [
+            {
+                "name": "Idempotency-Key",
+                "in": "header",
+                "required": False,
+                "schema": {"type": "string", "maxLength": 256},
+                "description": "Retries with the same key return the first result",
+            }
+        ],
+    },
 )
 async def create_episode(
-    body: EpisodeCreate,
+    request: Request,
     response: Response,
     principal: AgentDep,
     service: EpisodeServiceDep,
-    idempotency_key: Annotated[
-        str | None,
-        Header(description="Retries with the same key return the first result"),
-    ] = None,
 ) -> EpisodeSummary:
     """Record an episode: whole (with outcome), open (steps added later), or one step."""
+    body = await parse_body(request, EpisodeCreate)
+    idempotency_key = request.headers.get("idempotency-key")
     result = await service.create(principal.namespace, body, idempotency_key=idempotency_key)
     response.headers["Location"] = f"/v1/episodes/{result.row['id']}"
     if result.replayed:
@@ -66,6 +77,7 @@ async def create_episode(
 async def list_episodes(
     principal: ReaderDep,
     service: EpisodeServiceDep,
+    session: SessionDep,
     settings: SettingsDep,
     task_id: str | None = None,
     agent_id: str | None = None,
@@ -93,16 +105,20 @@ async def list_episodes(
         until=until,
     )
     return await service.list(
-        principal.namespace, filters, cursor=cursor, limit=limit or limits.default_page_size
+        session,
+        principal.namespace,
+        filters,
+        cursor=cursor,
+        limit=limit or limits.default_page_size,
     )
 
 
 @router.get("/{episode_id}", response_model=EpisodeRead, responses=error_responses(401, 404, 503))
 async def get_episode(
-    episode_id: EpisodeId, principal: ReaderDep, service: EpisodeServiceDep
+    episode_id: EpisodeId, principal: ReaderDep, service: EpisodeServiceDep, session: SessionDep
 ) -> EpisodeRead:
     """The whole episode, with every step's input and output."""
-    return await service.get(principal.namespace, _episode_id(episode_id))
+    return await service.get(session, principal.namespace, _episode_id(episode_id))
 
 
 @router.post(
