@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 from collections.abc import AsyncIterator
 
@@ -53,7 +54,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             auth = Authenticator(settings, write_sessions)
             await auth.startup()
             writer = EpisodeWriter(
-                write_sessions,
+                engine,
                 blobs,
                 max_batch=settings.ingest.max_batch,
                 queue_size=settings.ingest.queue_size,
@@ -71,6 +72,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 episodes=EpisodeService(blobs=blobs, writer=writer, limits=settings.limits),
             )
             sweeper = asyncio.create_task(_sweep_loop(writer, settings.sweep_interval_s))
+            # What exists now (modules, schemas, engines) lives for the whole process:
+            # keep it out of the collector's full passes, which otherwise walk it
+            # every few hundred requests and stall the event loop for tens of ms.
+            gc.collect()
+            gc.freeze()
             log.info(
                 "engram ready",
                 extra={

@@ -9,7 +9,7 @@ import plyvel
 
 from app.core.config import Settings
 from app.main import create_app
-from app.storage.blobs import episode_doc_key, episode_prefix, episode_step_key
+from app.storage.blobs import episode_chunk_key, episode_doc_key, episode_prefix
 from tests.conftest import episode_body, running
 
 
@@ -37,8 +37,8 @@ async def test_orphan_payloads_are_swept_on_start(settings: Settings) -> None:
     # What a crash between the payload write and the SQL commit leaves behind.
     db = plyvel.DB(str(settings.blob_dir))
     db.put(episode_doc_key("default", "ghost"), b"{}")
-    db.put(episode_step_key("default", "ghost", 0), b"{}")
-    db.put(episode_step_key("default", kept, 2), b'{"action": "never committed"}')
+    db.put(episode_chunk_key("default", "ghost", 0), b"[]")
+    db.put(episode_chunk_key("default", kept, 2), b'[{"action": "never committed"}]')
     db.close()
 
     app = create_app(settings)
@@ -50,9 +50,9 @@ async def test_orphan_payloads_are_swept_on_start(settings: Settings) -> None:
                 break
             await asyncio.sleep(0.05)
         assert await blobs.get_prefix(episode_prefix("default", "ghost")) == []
-        assert await blobs.get(episode_step_key("default", kept, 2)) is None
+        assert await blobs.get(episode_chunk_key("default", kept, 2)) is None
         full = (await client.get(f"/v1/episodes/{kept}")).json()
         assert [s["seq"] for s in full["steps"]] == [0, 1]
-        assert len(await blobs.get_prefix(episode_prefix("default", kept))) == 3
+        assert len(await blobs.get_prefix(episode_prefix("default", kept))) == 2
         # A sweep now finds nothing more to remove.
         assert await app.state.engram.writer.sweep() == 0

@@ -8,10 +8,12 @@ CPU per request. Routes that take a body this way declare it in OpenAPI with
 
 from __future__ import annotations
 
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from fastapi import Request
+from fastapi import Request, Response
 from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 M = TypeVar("M")
@@ -44,3 +46,16 @@ async def parse_body(request: Request, adapter: TypeAdapter[M] | type[BaseModel]
             err["loc"] = ("body", *err.get("loc", ()))
             errors.append(err)
         raise RequestValidationError(errors) from None
+
+
+class DirectRoute(APIRoute):
+    """An APIRoute whose endpoint takes the Request and returns a Response itself.
+
+    FastAPI's per-request machinery (dependency solving, body decoding, response
+    validation) is skipped; OpenAPI is generated from the route's declaration as
+    usual. Errors raised by the endpoint go through the app's exception handlers.
+    """
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        endpoint: Callable[[Request], Coroutine[Any, Any, Response]] = self.endpoint
+        return endpoint

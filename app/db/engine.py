@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import orjson
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import (
@@ -20,12 +21,18 @@ from app.core.config import Settings
 WRITE_OPTION = "engram_write"
 
 
+def _json_dumps(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
 def _sqlite_engine(settings: Settings) -> AsyncEngine:
     url = make_url(settings.database_url)
     if url.database and url.database != ":memory:":
         Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
     engine = create_async_engine(
         url,
+        json_serializer=_json_dumps,
+        json_deserializer=orjson.loads,
         connect_args={"timeout": settings.sqlite_busy_timeout_ms / 1000},
         pool_size=settings.db_pool_size,
         max_overflow=0,
@@ -59,6 +66,8 @@ def _sqlite_engine(settings: Settings) -> AsyncEngine:
 def _postgres_engine(settings: Settings) -> AsyncEngine:
     return create_async_engine(
         settings.database_url,
+        json_serializer=_json_dumps,
+        json_deserializer=orjson.loads,
         pool_size=settings.db_pool_size,
         max_overflow=settings.db_pool_size,
         pool_pre_ping=True,

@@ -1,5 +1,5 @@
 from app.models.api_key import ApiKey
 from app.models.base import Base
-from app.models.episode import Episode, EpisodeStep
+from app.models.episode import Episode
 
-__all__ = ["ApiKey", "Base", "Episode", "EpisodeStep"]
+__all__ = ["ApiKey", "Base", "Episode"]

@@ -1,20 +1,11 @@
-"""Episodes: the queryable index row and per-step skeletons. Full payloads live in LevelDB."""
+"""Episodes: the queryable index row with step skeletons. Full payloads live in LevelDB."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import (
-    JSON,
-    Float,
-    ForeignKeyConstraint,
-    Index,
-    Integer,
-    String,
-    Text,
-    UniqueConstraint,
-)
+from sqlalchemy import JSON, Float, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, UTCDateTime
@@ -38,6 +29,9 @@ class Episode(Base):
     language: Mapped[str | None] = mapped_column(String(256))
     tags: Mapped[list[str]] = mapped_column(JSON)
     skills_applied: Mapped[list[str]] = mapped_column(JSON)
+    # Skeleton of each step (tool, action, status, latency_ms, tokens; no input or
+    # output), what filtering and mining read without touching the blob store.
+    steps: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
     # Steps 0..step_count-1 exist in the blob store (the invariant).
     step_count: Mapped[int] = mapped_column(Integer)
     error_count: Mapped[int] = mapped_column(Integer)
@@ -60,41 +54,3 @@ class Episode(Base):
         Index("ix_episodes_ns_task_type", "namespace", "task_type", "created_at"),
         Index("ix_episodes_ns_outcome", "namespace", "outcome", "created_at"),
     )
-
-
-class EpisodeStep(Base):
-    """Skeleton of one step (no input/output): what mining and filtering need."""
-
-    __tablename__ = "episode_steps"
-
-    namespace: Mapped[str] = mapped_column(String(64), primary_key=True)
-    episode_id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    seq: Mapped[int] = mapped_column(Integer, primary_key=True)
-    tool: Mapped[str | None] = mapped_column(String(256))
-    action: Mapped[str] = mapped_column(String(256))
-    status: Mapped[str] = mapped_column(String(16))
-    latency_ms: Mapped[float | None] = mapped_column(Float)
-    tokens: Mapped[int | None] = mapped_column(Integer)
-
-    __table_args__ = (
-        ForeignKeyConstraint(
-            ["namespace", "episode_id"],
-            ["episodes.namespace", "episodes.id"],
-            ondelete="CASCADE",
-            name="fk_episode_steps_episode",
-        ),
-        Index("ix_episode_steps_ns_action", "namespace", "action"),
-    )
-
-
-def step_row(namespace: str, episode_id: str, seq: int, step: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "namespace": namespace,
-        "episode_id": episode_id,
-        "seq": seq,
-        "tool": step.get("tool"),
-        "action": step["action"],
-        "status": step.get("status", "ok"),
-        "latency_ms": step.get("latency_ms"),
-        "tokens": step.get("tokens"),
-    }

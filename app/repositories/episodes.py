@@ -10,10 +10,9 @@ from typing import Any
 from sqlalchemy import and_, delete, insert, or_, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.models import Episode, EpisodeStep
+from app.models import Episode
 
 EPISODES = Episode.__table__
-STEPS = EpisodeStep.__table__
 Key = tuple[str, str]
 
 
@@ -50,13 +49,9 @@ class EpisodeRepository:
         rows = await self.session.execute(select(EPISODES).where(or_(*clauses)))
         return [dict(row) for row in rows.mappings()]
 
-    async def insert_many(
-        self, episodes: Sequence[dict[str, Any]], steps: Sequence[dict[str, Any]]
-    ) -> None:
+    async def insert_many(self, episodes: Sequence[dict[str, Any]]) -> None:
         if episodes:
             await self.session.execute(insert(EPISODES), list(episodes))
-        if steps:
-            await self.session.execute(insert(STEPS), list(steps))
 
     async def update_values(self, key: Key, values: dict[str, Any]) -> None:
         ns, eid = key
@@ -65,12 +60,7 @@ class EpisodeRepository:
         )
 
     async def delete(self, key: Key) -> None:
-        # Step rows go first explicitly rather than relying on ON DELETE CASCADE,
-        # which SQLite applies only on connections with foreign keys on.
         ns, eid = key
-        await self.session.execute(
-            delete(STEPS).where(STEPS.c.namespace == ns, STEPS.c.episode_id == eid)
-        )
         await self.session.execute(
             delete(EPISODES).where(EPISODES.c.namespace == ns, EPISODES.c.id == eid)
         )

@@ -83,6 +83,7 @@ class Authenticator:
         self._ttl = settings.auth_cache_ttl_s
         self._cache: dict[str, tuple[float, Principal | None]] = {}
         self._keys_exist: tuple[float, bool] | None = None
+        self._open_here = settings.bound_to_loopback or not settings.protected_mode
 
     async def startup(self, *, warn: bool = True) -> None:
         """Store the bootstrap key if given; refuse to run open on a public address."""
@@ -121,7 +122,7 @@ class Authenticator:
         return mode is AuthMode.OFF or (mode is AuthMode.AUTO and not keys_exist)
 
     def _open_allowed_here(self) -> bool:
-        return self.settings.bound_to_loopback or not self.settings.protected_mode
+        return self._open_here
 
     async def _any_keys(self) -> bool:
         now = time.monotonic()

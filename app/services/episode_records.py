@@ -13,19 +13,19 @@ from app.core.config import Limits
 from app.core.errors import PayloadTooLarge
 from app.schemas.common import NAME_MAX
 from app.schemas.episode import EpisodeContext, EpisodeCreate, StepCreate
-from app.storage.blobs import episode_doc_key, episode_step_key
+from app.storage.blobs import episode_chunk_key, episode_doc_key
 
 
 @dataclass(slots=True)
 class StepsPayload:
-    """Steps ready to store: skeleton values for SQL and full documents for the blob store."""
+    """Steps ready to store: skeletons for SQL and one JSON array (a chunk) for the blob store."""
 
     skeletons: list[dict[str, Any]]
-    documents: list[bytes]
+    chunk: bytes
 
     @property
     def nbytes(self) -> int:
-        return sum(len(d) for d in self.documents)
+        return len(self.chunk)
 
 
 @dataclass(slots=True)
@@ -57,10 +57,8 @@ def _check_bytes(field_name: str, size: int, limit: int) -> None:
         raise _too_large(field_name, f"{size} bytes, the limit is {limit}")
 
 
-def prepare_steps(
-    steps: list[StepCreate], *, first_seq: int, limits: Limits, where: str
-) -> StepsPayload:
-    """Check each step against the limits and serialise it."""
+def prepare_steps(steps: list[StepCreate], *, limits: Limits, where: str) -> StepsPayload:
+    """Check each step against the limits and serialise the steps into one chunk."""
     skeletons: list[dict[str, Any]] = []
     documents: list[bytes] = []
     for offset, step in enumerate(steps):
@@ -68,12 +66,11 @@ def prepare_steps(
         for attr in ("action", "tool"):
             _check_text(f"{name}.{attr}", getattr(step, attr), NAME_MAX)
         _check_text(f"{name}.error", step.error, limits.max_text_chars)
-        encoded = orjson.dumps(step.model_dump(mode="json"))
+        encoded = step.model_dump_json().encode()
         _check_bytes(name, len(encoded), limits.max_step_bytes)
         documents.append(encoded)
         skeletons.append(
             {
-                "seq": first_seq + offset,
                 "tool": step.tool,
                 "action": step.action,
                 "status": step.status.value,
@@ -81,7 +78,16 @@ def prepare_steps(
                 "tokens": step.tokens,
             }
         )
-    return StepsPayload(skeletons, documents)
+    return StepsPayload(skeletons, b"[" + b",".join(documents) + b"]")
+
+
+def step_totals(skeletons: list[dict[str, Any]]) -> dict[str, Any]:
+    """The per-episode sums that a batch of steps adds."""
+    return {
+        "error_count": sum(1 for s in skeletons if s["status"] != "ok"),
+        "total_latency_ms": float(sum(s["latency_ms"] or 0 for s in skeletons)),
+        "total_tokens": sum(s["tokens"] or 0 for s in skeletons),
+    }
 
 
 def request_hash(data: EpisodeCreate) -> str:
@@ -120,7 +126,7 @@ def build_episode(
 ) -> NewEpisode:
     check_episode_limits(data, limits)
     keyed = idempotency_key is not None or data.id is not None
-    steps = prepare_steps(data.steps, first_seq=0, limits=limits, where="steps")
+    steps = prepare_steps(data.steps, limits=limits, where="steps")
     context = data.context if isinstance(data.context, EpisodeContext) else EpisodeContext()
     doc = orjson.dumps({"context": context.model_dump(mode="json"), "metadata": data.metadata})
     completed = data.outcome is not None
@@ -139,11 +145,10 @@ def build_episode(
         "domain": context.domain,
         "language": context.language,
         "tags": list(context.tags),
+        "steps": skeletons,
         "skills_applied": list(data.skills_applied),
         "step_count": len(skeletons),
-        "error_count": sum(1 for s in skeletons if s["status"] != "ok"),
-        "total_latency_ms": float(sum(s["latency_ms"] or 0 for s in skeletons)),
-        "total_tokens": sum(s["tokens"] or 0 for s in skeletons),
+        **step_totals(skeletons),
         "payload_bytes": len(doc) + steps.nbytes,
         "idempotency_key": idempotency_key,
         # Only a keyed request can be retried into a replay, so only those are fingerprinted.
@@ -163,6 +168,6 @@ def build_episode(
         client_id=data.id is not None,
     )
     new.puts[episode_doc_key(namespace, episode_id)] = doc
-    for skeleton, document in zip(skeletons, steps.documents, strict=True):
-        new.puts[episode_step_key(namespace, episode_id, skeleton["seq"])] = document
+    if skeletons:
+        new.puts[episode_chunk_key(namespace, episode_id, 0)] = steps.chunk
     return new

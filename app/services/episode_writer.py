@@ -20,22 +20,25 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.core.errors import AppError, Conflict, NotFound, PayloadTooLarge, StoreUnavailable
+from app.db.engine import create_sessionmaker
 from app.db.errors import is_store_outage
 from app.repositories.episodes import EpisodeRepository, Key
-from app.services.episode_records import NewEpisode, StepsPayload
+from app.services.episode_records import NewEpisode, StepsPayload, step_totals
 from app.storage.blobs import (
     EPISODE_PREFIX,
     BlobStore,
     BlobStoreError,
+    episode_chunk_key,
     episode_prefix,
-    episode_step_key,
     parse_episode_key,
 )
 
 log = logging.getLogger("engram.writer")
+GATHER_IDLE_ROUNDS = 10
+GATHER_MAX_ROUNDS = 64
 
 
 @dataclass(slots=True)
@@ -59,7 +62,6 @@ class _Batch:
     state: dict[Key, dict[str, Any] | None] = field(default_factory=dict)
     by_idem: dict[tuple[str, str], Key] = field(default_factory=dict)
     inserts: list[dict[str, Any]] = field(default_factory=list)
-    steps: list[dict[str, Any]] = field(default_factory=list)
     updates: dict[Key, dict[str, Any]] = field(default_factory=dict)
     deletes: list[Key] = field(default_factory=list)
     puts: dict[bytes, bytes] = field(default_factory=dict)
@@ -69,19 +71,20 @@ class _Batch:
 class EpisodeWriter:
     def __init__(
         self,
-        sessionmaker: async_sessionmaker[AsyncSession],
+        engine: AsyncEngine,
         blobs: BlobStore,
         *,
         max_batch: int,
         queue_size: int,
         max_steps: int,
     ) -> None:
-        self._sessionmaker = sessionmaker
+        self._engine = engine
         self._blobs = blobs
         self._max_batch = max_batch
         self._max_steps = max_steps
-        self._gather_rounds = 3
-        self._queue: asyncio.Queue[_Command | None] = asyncio.Queue(maxsize=queue_size)
+        self._queue_size = queue_size
+        self._sessionmaker: async_sessionmaker[AsyncSession] | None = None
+        self._queue: asyncio.Queue[_Command | None] | None = None
         self._task: asyncio.Task[None] | None = None
         self.batches = 0
         self.commands = 0
@@ -89,11 +92,13 @@ class EpisodeWriter:
     # -- lifecycle -------------------------------------------------------------
 
     def start(self) -> None:
+        self._sessionmaker = create_sessionmaker(self._engine, write=True)
+        self._queue = asyncio.Queue(maxsize=self._queue_size)
         self._task = asyncio.create_task(self._run(), name="engram-episode-writer")
 
     async def stop(self) -> None:
         """Finish every queued command, then stop."""
-        if self._task is None:
+        if self._task is None or self._queue is None:
             return
         await self._queue.put(None)
         await self._task
@@ -102,7 +107,7 @@ class EpisodeWriter:
     # -- commands --------------------------------------------------------------
 
     async def _submit(self, kind: str, key: Key, data: Any) -> Any:
-        if self._task is None or self._task.done():
+        if self._task is None or self._task.done() or self._queue is None:
             raise StoreUnavailable("episode writer is not running")
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         await self._queue.put(_Command(kind, key, data, future))
@@ -136,20 +141,17 @@ class EpisodeWriter:
     # -- the loop --------------------------------------------------------------
 
     async def _run(self) -> None:
+        queue = self._queue
+        assert queue is not None
         stopping = False
         while not stopping:
-            first = await self._queue.get()
+            first = await queue.get()
             if first is None:
                 break
             commands = [first]
-            # Let requests that are already being parsed reach the queue first: a batch
-            # of one followed by a batch of thirty costs two commits instead of one.
-            for _ in range(self._gather_rounds):
-                if self._queue.qsize() >= self._max_batch:
-                    break
-                await asyncio.sleep(0)
-            while len(commands) < self._max_batch and not self._queue.empty():
-                nxt = self._queue.get_nowait()
+            await self._gather(queue)
+            while len(commands) < self._max_batch and not queue.empty():
+                nxt = queue.get_nowait()
                 if nxt is None:
                     stopping = True
                     break
@@ -161,6 +163,22 @@ class EpisodeWriter:
                 for cmd in commands:
                     if not cmd.future.done():
                         cmd.future.set_exception(_as_app_error(exc))
+
+    async def _gather(self, queue: asyncio.Queue[_Command | None]) -> None:
+        """Let requests already in the event loop reach the queue before a batch starts.
+
+        One batch of thirty costs one payload sync and one commit; thirty batches of
+        one cost thirty. Each yield lets every ready request run up to its submit; the
+        writer stops yielding once GATHER_IDLE_ROUNDS pass with nothing new queued.
+        """
+        idle = rounds = 0
+        while idle < GATHER_IDLE_ROUNDS and rounds < GATHER_MAX_ROUNDS:
+            if queue.qsize() >= self._max_batch:
+                return
+            before = queue.qsize()
+            await asyncio.sleep(0)
+            rounds += 1
+            idle = idle + 1 if queue.qsize() == before else 0
 
     async def _process(self, commands: list[_Command]) -> None:
         while commands:
@@ -176,6 +194,7 @@ class EpisodeWriter:
 
     async def _apply(self, commands: list[_Command]) -> list[_Command]:
         """Apply a prefix of commands as one group commit; return those left for later."""
+        assert self._sessionmaker is not None
         async with self._sessionmaker() as session:
             try:
                 batch = _Batch()
@@ -250,9 +269,6 @@ class EpisodeWriter:
         if new.idempotency_key:
             batch.by_idem[(ns, new.idempotency_key)] = new.key
         batch.inserts.append(row)
-        batch.steps.extend(
-            {"namespace": ns, "episode_id": row["id"], **s} for s in new.steps.skeletons
-        )
         batch.puts.update(new.puts)
         batch.results.append((cmd.future, Replayed(row, replayed=False)))
 
@@ -274,21 +290,14 @@ class EpisodeWriter:
                 field="steps",
             )
         ns, eid = cmd.key
-        first = row["step_count"]
-        now = datetime.now(UTC)
-        for i, (skeleton, doc) in enumerate(zip(steps.skeletons, steps.documents, strict=True)):
-            seq = first + i
-            batch.steps.append({"namespace": ns, "episode_id": eid, **skeleton, "seq": seq})
-            batch.puts[episode_step_key(ns, eid, seq)] = doc
+        batch.puts[episode_chunk_key(ns, eid, row["step_count"])] = steps.chunk
+        added = step_totals(steps.skeletons)
         changes = {
+            "steps": [*row["steps"], *steps.skeletons],
             "step_count": total,
-            "error_count": row["error_count"]
-            + sum(1 for s in steps.skeletons if s["status"] != "ok"),
-            "total_latency_ms": row["total_latency_ms"]
-            + sum(s["latency_ms"] or 0 for s in steps.skeletons),
-            "total_tokens": row["total_tokens"] + sum(s["tokens"] or 0 for s in steps.skeletons),
             "payload_bytes": row["payload_bytes"] + steps.nbytes,
-            "updated_at": now,
+            "updated_at": datetime.now(UTC),
+            **{name: row[name] + value for name, value in added.items()},
         }
         self._change(batch, cmd, row, changes)
 
@@ -333,13 +342,13 @@ class EpisodeWriter:
         if batch.puts:
             await self._blobs.write(batch.puts)  # synced before the rows that point to it
         repo = EpisodeRepository(session)
-        await repo.insert_many(batch.inserts, batch.steps)
+        await repo.insert_many(batch.inserts)
         for key, values in batch.updates.items():
             if key not in batch.deletes:
                 await repo.update_values(key, values)
         for key in batch.deletes:
             await repo.delete(key)
-        if batch.inserts or batch.steps or batch.updates or batch.deletes:
+        if batch.inserts or batch.updates or batch.deletes:
             await session.commit()
         for ns, eid in batch.deletes:
             # Rows are gone and committed; a crash before this leaves orphans for the sweep.
@@ -356,6 +365,7 @@ class EpisodeWriter:
             keys = await self._blobs.scan_keys(EPISODE_PREFIX, after=after, limit=limit)
             parsed = [(key, *parse_episode_key(key)) for key in keys]
             pairs = list({(ns, eid) for _, ns, eid, _ in parsed})
+            assert self._sessionmaker is not None
             async with self._sessionmaker() as session:
                 counts = await EpisodeRepository(session).step_counts(pairs)
                 await session.rollback()

@@ -82,7 +82,7 @@ class EpisodeService:
             raise PayloadTooLarge(
                 f"steps: {len(steps)} steps, the limit is {self.limits.max_steps}", field="steps"
             )
-        payload = prepare_steps(steps, first_seq=0, limits=self.limits, where="steps")
+        payload = prepare_steps(steps, limits=self.limits, where="steps")
         row = await self.writer.append((namespace, episode_id), payload)
         return EpisodeSummary.model_validate(row)
 
@@ -117,12 +117,13 @@ class EpisodeService:
         items = await self.blobs.get_prefix(episode_prefix(namespace, episode_id))
         doc: dict[str, Any] | None = None
         steps: list[StepRead] = []
-        for key, value in items:
-            _, _, seq = parse_episode_key(key)
-            if seq is None:
+        for key, value in items:  # the document sorts after the chunks, which sort by seq
+            _, _, first_seq = parse_episode_key(key)
+            if first_seq is None:
                 doc = orjson.loads(value)
-            elif seq < episode.step_count:  # later seqs belong to a write not yet committed
-                steps.append(StepRead(seq=seq, **orjson.loads(value)))
+            elif first_seq < episode.step_count:  # a later chunk is a write not yet committed
+                for offset, step in enumerate(orjson.loads(value)):
+                    steps.append(StepRead(seq=first_seq + offset, **step))
         if doc is None:
             # Deleted between the two reads: the row is gone now too.
             raise NotFound(f"episode {episode_id!r} not found")

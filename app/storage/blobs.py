@@ -38,7 +38,9 @@ class BlobStore(Protocol):
 
 
 # Key layout. Namespaces and episode ids are restricted to [A-Za-z0-9._:-], so
-# "/" separates fields unambiguously.
+# "/" separates fields unambiguously. An episode is a document (context,
+# metadata) plus one chunk per write of steps: the chunk holds a JSON array of
+# the steps seq first_seq, first_seq+1, ...
 EPISODE_PREFIX = b"ep/"
 
 
@@ -50,11 +52,11 @@ def episode_doc_key(namespace: str, episode_id: str) -> bytes:
     return episode_prefix(namespace, episode_id) + b"doc"
 
 
-def episode_step_key(namespace: str, episode_id: str, seq: int) -> bytes:
-    return episode_prefix(namespace, episode_id) + f"s{seq:06d}".encode()
+def episode_chunk_key(namespace: str, episode_id: str, first_seq: int) -> bytes:
+    return episode_prefix(namespace, episode_id) + f"c{first_seq:06d}".encode()
 
 
 def parse_episode_key(key: bytes) -> tuple[str, str, int | None]:
-    """(namespace, episode_id, step seq or None for the document)."""
+    """(namespace, episode_id, first seq of the chunk, or None for the document)."""
     _, namespace, episode_id, leaf = key.decode().split("/", 3)
-    return namespace, episode_id, (int(leaf[1:]) if leaf.startswith("s") else None)
+    return namespace, episode_id, (int(leaf[1:]) if leaf.startswith("c") else None)

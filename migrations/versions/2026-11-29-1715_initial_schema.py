@@ -1,4 +1,4 @@
-"""Initial schema: episodes, episode step skeletons, API keys.
+"""Initial schema: episodes (with step skeletons) and API keys.
 
 Revision ID: f42f92b58f72
 Revises:
@@ -52,6 +52,7 @@ def upgrade() -> None:
         sa.Column("language", sa.String(length=256), nullable=True),
         sa.Column("tags", sa.JSON(), nullable=False),
         sa.Column("skills_applied", sa.JSON(), nullable=False),
+        sa.Column("steps", sa.JSON(), nullable=False),
         sa.Column("step_count", sa.Integer(), nullable=False),
         sa.Column("error_count", sa.Integer(), nullable=False),
         sa.Column("total_latency_ms", sa.Float(), nullable=False),
@@ -84,34 +85,9 @@ def upgrade() -> None:
             "ix_episodes_ns_task_type", ["namespace", "task_type", "created_at"], unique=False
         )
 
-    op.create_table(
-        "episode_steps",
-        sa.Column("namespace", sa.String(length=64), nullable=False),
-        sa.Column("episode_id", sa.String(length=64), nullable=False),
-        sa.Column("seq", sa.Integer(), nullable=False),
-        sa.Column("tool", sa.String(length=256), nullable=True),
-        sa.Column("action", sa.String(length=256), nullable=False),
-        sa.Column("status", sa.String(length=16), nullable=False),
-        sa.Column("latency_ms", sa.Float(), nullable=True),
-        sa.Column("tokens", sa.Integer(), nullable=True),
-        sa.ForeignKeyConstraint(
-            ["namespace", "episode_id"],
-            ["episodes.namespace", "episodes.id"],
-            name="fk_episode_steps_episode",
-            ondelete="CASCADE",
-        ),
-        sa.PrimaryKeyConstraint("namespace", "episode_id", "seq", name=op.f("pk_episode_steps")),
-    )
-    with op.batch_alter_table("episode_steps", schema=None) as batch_op:
-        batch_op.create_index("ix_episode_steps_ns_action", ["namespace", "action"], unique=False)
-
 
 def downgrade() -> None:
 
-    with op.batch_alter_table("episode_steps", schema=None) as batch_op:
-        batch_op.drop_index("ix_episode_steps_ns_action")
-
-    op.drop_table("episode_steps")
     with op.batch_alter_table("episodes", schema=None) as batch_op:
         batch_op.drop_index("ix_episodes_ns_task_type")
         batch_op.drop_index("ix_episodes_ns_task")

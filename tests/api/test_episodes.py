@@ -8,7 +8,7 @@ import httpx
 import orjson
 from fastapi import FastAPI
 
-from app.storage.blobs import episode_prefix
+from app.storage.blobs import episode_chunk_key, episode_doc_key, episode_prefix
 from tests.conftest import episode_body
 
 
@@ -35,14 +35,15 @@ async def test_whole_episode_round_trip(client: httpx.AsyncClient, app: FastAPI)
     assert full["metadata"] == {"run": 7}
     assert full["skills_applied"] == ["grep-first"]
 
-    # The payload really is in LevelDB: one document plus one key per step.
+    # The payload really is in LevelDB: the document plus one chunk holding the steps.
     blobs = app.state.engram.blobs
-    keys = await blobs.get_prefix(episode_prefix("default", summary["id"]))
-    assert len(keys) == 11
-    assert (
-        orjson.loads(dict(keys)[episode_prefix("default", summary["id"]) + b"s000003"])["action"]
-        == "step_3"
-    )
+    stored = dict(await blobs.get_prefix(episode_prefix("default", summary["id"])))
+    assert set(stored) == {
+        episode_doc_key("default", summary["id"]),
+        episode_chunk_key("default", summary["id"], 0),
+    }
+    chunk = orjson.loads(stored[episode_chunk_key("default", summary["id"], 0)])
+    assert [s["action"] for s in chunk] == [f"step_{i}" for i in range(10)]
 
 
 async def test_seed_minimal_form_is_a_one_step_episode(client: httpx.AsyncClient) -> None:

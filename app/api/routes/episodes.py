@@ -8,8 +8,16 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, Request, Response, status
 from pydantic import AwareDatetime
 
-from app.api.body import json_body, parse_body
-from app.api.deps import AgentDep, EpisodeServiceDep, ReaderDep, SessionDep, SettingsDep
+from app.api.body import DirectRoute, json_body, parse_body
+from app.api.deps import (
+    AgentDep,
+    EpisodeServiceDep,
+    ReaderDep,
+    SessionDep,
+    SettingsDep,
+    get_episode_service,
+    require_agent,
+)
 from app.core.errors import InvalidInput, NotFound, error_responses
 from app.repositories.episodes import EpisodeFilters
 from app.schemas.common import IDENT_PATTERN
@@ -39,10 +47,34 @@ def _episode_id(episode_id: str) -> str:
 EpisodeId = Annotated[str, Path(description="Episode id")]
 
 
-@router.post(
+async def create_episode(request: Request) -> Response:
+    """Record an episode: whole (with outcome), open (steps added later), or one step."""
+    # The ingest path: a DirectRoute, so this function does its own auth and parsing.
+    principal = await require_agent(request)
+    body = await parse_body(request, EpisodeCreate)
+    service = await get_episode_service(request)
+    result = await service.create(
+        principal.namespace, body, idempotency_key=request.headers.get("idempotency-key")
+    )
+    headers = {"Location": f"/v1/episodes/{result.row['id']}"}
+    if result.replayed:
+        headers["Idempotent-Replayed"] = "true"
+    return Response(
+        EpisodeSummary.model_validate(result.row).model_dump_json(),
+        status_code=status.HTTP_201_CREATED,
+        media_type="application/json",
+        headers=headers,
+    )
+
+
+router.add_api_route(
     "",
+    create_episode,
+    methods=["POST"],
+    route_class_override=DirectRoute,
     status_code=status.HTTP_201_CREATED,
     response_model=EpisodeSummary,
+    summary="Create Episode",
     responses=error_responses(401, 403, 409, 413, 422, 503),
     openapi_extra={
         **json_body("EpisodeCreate", EpisodeCreate),
@@ -57,20 +89,6 @@ EpisodeId = Annotated[str, Path(description="Episode id")]
         ],
     },
 )
-async def create_episode(
-    request: Request,
-    response: Response,
-    principal: AgentDep,
-    service: EpisodeServiceDep,
-) -> EpisodeSummary:
-    """Record an episode: whole (with outcome), open (steps added later), or one step."""
-    body = await parse_body(request, EpisodeCreate)
-    idempotency_key = request.headers.get("idempotency-key")
-    result = await service.create(principal.namespace, body, idempotency_key=idempotency_key)
-    response.headers["Location"] = f"/v1/episodes/{result.row['id']}"
-    if result.replayed:
-        response.headers["Idempotent-Replayed"] = "true"
-    return EpisodeSummary.model_validate(result.row)
 
 
 @router.get("", response_model=EpisodePage, responses=error_responses(401, 422, 503))
