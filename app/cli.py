@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from typing import Annotated
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
 from app.core.config import Settings, get_settings
 from app.core.logging import configure_logging
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
+
+    from app.models import ApiKey
+
+T = TypeVar("T")
 
 cli = typer.Typer(help="Engram: self-learning episodic memory for AI agents.", no_args_is_help=True)
 keys_cli = typer.Typer(help="Manage API keys.", no_args_is_help=True)
@@ -87,12 +95,12 @@ def migrate() -> None:
     typer.echo("migrations applied")
 
 
-def _with_session(fn):  # type: ignore[no-untyped-def]
+def _with_session(fn: Callable[[AsyncSession], Awaitable[T]]) -> T:
     """Run fn(session) against a migrated database, committing at the end."""
     from app.db.engine import create_engine, create_sessionmaker
     from app.db.migrate import migrate as run_migrate
 
-    async def _run():  # type: ignore[no-untyped-def]
+    async def _run() -> T:
         engine = create_engine(get_settings())
         try:
             await run_migrate(engine)
@@ -127,7 +135,7 @@ def keys_create(
         typer.echo("role: one of agent, reader, admin", err=True)
         raise typer.Exit(2) from None
 
-    async def _create(session):  # type: ignore[no-untyped-def]
+    async def _create(session: AsyncSession) -> tuple[ApiKey, str]:
         return await create_key(session, namespace=namespace, role=role_value, name=name)
 
     record, plaintext = _with_session(_create)
@@ -145,7 +153,7 @@ def keys_list(
     """List keys (never the keys themselves)."""
     from app.repositories.api_keys import ApiKeyRepository
 
-    async def _list(session):  # type: ignore[no-untyped-def]
+    async def _list(session: AsyncSession) -> list[ApiKey]:
         return await ApiKeyRepository(session).list(namespace=namespace)
 
     for key in _with_session(_list):
@@ -164,7 +172,7 @@ def keys_revoke(
 
     from app.repositories.api_keys import ApiKeyRepository
 
-    async def _revoke(session):  # type: ignore[no-untyped-def]
+    async def _revoke(session: AsyncSession) -> bool:
         return await ApiKeyRepository(session).revoke(key_id, now=datetime.now(UTC))
 
     if not _with_session(_revoke):

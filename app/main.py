@@ -13,6 +13,7 @@ from fastapi import FastAPI
 from app.api.deps import AppState
 from app.api.errors import install_error_handlers
 from app.api.middleware import EngramMiddleware
+from app.api.openapi import install_openapi
 from app.api.routes import episodes, health
 from app.core.config import Settings, get_settings
 from app.db.engine import create_engine, create_sessionmaker
@@ -103,6 +104,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     install_error_handlers(app)
+    install_openapi(app)
     app.add_middleware(
         EngramMiddleware,
         max_body_bytes=settings.limits.max_body_bytes,

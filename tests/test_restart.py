@@ -6,10 +6,11 @@ import asyncio
 import time
 
 import plyvel
+import pytest
 
 from app.core.config import Settings
 from app.main import create_app
-from app.storage.blobs import episode_chunk_key, episode_doc_key, episode_prefix
+from app.storage.blobs import BlobStoreError, episode_chunk_key, episode_doc_key, episode_prefix
 from tests.conftest import episode_body, running
 
 
@@ -56,3 +57,10 @@ async def test_orphan_payloads_are_swept_on_start(settings: Settings) -> None:
         assert len(await blobs.get_prefix(episode_prefix("default", kept))) == 2
         # A sweep now finds nothing more to remove.
         assert await app.state.engram.writer.sweep() == 0
+
+
+async def test_a_second_app_cannot_open_the_same_payload_directory(settings: Settings) -> None:
+    async with running(create_app(settings)):
+        with pytest.raises(BlobStoreError, match="another Engram process"):
+            async with running(create_app(settings)):
+                pass

@@ -40,11 +40,9 @@ async def parse_body(request: Request, adapter: TypeAdapter[M] | type[BaseModel]
             return adapter.validate_json(raw)
         return adapter.model_validate_json(raw)
     except ValidationError as exc:
-        errors = []
-        for err in exc.errors(include_url=False):
-            err = dict(err)
-            err["loc"] = ("body", *err.get("loc", ()))
-            errors.append(err)
+        errors = [
+            {**err, "loc": ("body", *err.get("loc", ()))} for err in exc.errors(include_url=False)
+        ]
         raise RequestValidationError(errors) from None
 
 

@@ -83,7 +83,7 @@ async def _http_error(_: Request, exc: Exception) -> JSONResponse:
     body = {"error": name, "detail": str(exc.detail)}
     if exc.status_code == 413:
         body["field"] = "body"
-    return _json(exc.status_code, body, exc.headers)
+    return _json(exc.status_code, body, dict(exc.headers) if exc.headers else None)
 
 
 async def _unhandled(_: Request, exc: Exception) -> JSONResponse:

@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import and_, delete, insert, or_, select, tuple_, update
+from sqlalchemy import ColumnElement, Table, and_, delete, insert, or_, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Episode
 
-EPISODES = Episode.__table__
+EPISODES = cast(Table, Episode.__table__)
 Key = tuple[str, str]
 
 
@@ -38,7 +38,7 @@ class EpisodeRepository:
         self, keys: Iterable[Key], idempotency_keys: Iterable[Key]
     ) -> list[dict[str, Any]]:
         """Rows (as dicts) with one of these (namespace, id) or (namespace, idempotency key)."""
-        clauses = []
+        clauses: list[ColumnElement[bool]] = []
         keys = list(keys)
         if keys:
             clauses.append(tuple_(EPISODES.c.namespace, EPISODES.c.id).in_(keys))

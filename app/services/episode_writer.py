@@ -133,6 +133,7 @@ class EpisodeWriter:
         """Remove payloads that no row points to; returns the number of keys removed."""
         removed, after = 0, None
         while True:
+            count: int
             count, after = await self._submit("sweep", ("", ""), (after, chunk))
             removed += count
             if after is None:
