@@ -22,6 +22,7 @@ def free_port() -> int:
 
 class EngramServer:
     def __init__(self, data_dir: Path, *, database_url: str | None = None, **env: str) -> None:
+        """`env` adds ENGRAM_* settings; the rest are the defaults an operator gets."""
         self.data_dir = data_dir
         self.port = free_port()
         self.env = {
@@ -30,7 +31,6 @@ class EngramServer:
             "ENGRAM_BLOB_DIR": str(data_dir / "blobs"),
             "ENGRAM_HOST": "127.0.0.1",
             "ENGRAM_PORT": str(self.port),
-            "ENGRAM_LOG_REQUESTS": "false",
             **env,
         }
         self.proc: subprocess.Popen[bytes] | None = None

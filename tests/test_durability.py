@@ -20,7 +20,9 @@ def body(i: int) -> dict[str, object]:
 
 
 async def test_acknowledged_episodes_survive_kill_9(settings: Settings, tmp_path: Path) -> None:
-    server = EngramServer(tmp_path / "srv", database_url=settings.database_url).start()
+    server = EngramServer(
+        tmp_path / "srv", database_url=settings.database_url, ENGRAM_LOG_REQUESTS="false"
+    ).start()
     acked: list[str] = []
     try:
         async with httpx.AsyncClient(base_url=server.url, timeout=10) as client:

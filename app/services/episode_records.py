@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 import orjson
+from pydantic import TypeAdapter
 
 from app.core.config import Limits
 from app.core.errors import PayloadTooLarge
@@ -57,18 +58,24 @@ def _check_bytes(field_name: str, size: int, limit: int) -> None:
         raise _too_large(field_name, f"{size} bytes, the limit is {limit}")
 
 
+_STEP_LIST = TypeAdapter(list[StepCreate])
+
+
 def prepare_steps(steps: list[StepCreate], *, limits: Limits, where: str) -> StepsPayload:
-    """Check each step against the limits and serialise the steps into one chunk."""
+    """Check the steps against the limits and serialise them into one chunk."""
+    chunk = _STEP_LIST.dump_json(steps)
+    text_max = limits.max_text_chars
     skeletons: list[dict[str, Any]] = []
-    documents: list[bytes] = []
     for offset, step in enumerate(steps):
-        name = f"{where}[{offset}]"
-        for attr in ("action", "tool"):
-            _check_text(f"{name}.{attr}", getattr(step, attr), NAME_MAX)
-        _check_text(f"{name}.error", step.error, limits.max_text_chars)
-        encoded = step.model_dump_json().encode()
-        _check_bytes(name, len(encoded), limits.max_step_bytes)
-        documents.append(encoded)
+        if (
+            len(step.action) > NAME_MAX
+            or (step.tool is not None and len(step.tool) > NAME_MAX)
+            or (step.error is not None and len(step.error) > text_max)
+        ):
+            name = f"{where}[{offset}]"
+            _check_text(f"{name}.action", step.action, NAME_MAX)
+            _check_text(f"{name}.tool", step.tool, NAME_MAX)
+            _check_text(f"{name}.error", step.error, text_max)
         skeletons.append(
             {
                 "tool": step.tool,
@@ -78,7 +85,12 @@ def prepare_steps(steps: list[StepCreate], *, limits: Limits, where: str) -> Ste
                 "tokens": step.tokens,
             }
         )
-    return StepsPayload(skeletons, b"[" + b",".join(documents) + b"]")
+    # The chunk is the steps joined: when it fits the per-step limit, so does each step.
+    if len(chunk) > limits.max_step_bytes:
+        for offset, step in enumerate(steps):
+            size = len(step.model_dump_json())
+            _check_bytes(f"{where}[{offset}]", size, limits.max_step_bytes)
+    return StepsPayload(skeletons, chunk)
 
 
 def step_totals(skeletons: list[dict[str, Any]]) -> dict[str, Any]:
@@ -111,8 +123,11 @@ def check_episode_limits(data: EpisodeCreate, limits: Limits) -> None:
         _check_text(f"context.tags[{i}]", tag, NAME_MAX)
     for i, skill in enumerate(data.skills_applied):
         _check_text(f"skills_applied[{i}]", skill, NAME_MAX)
-    _check_bytes("metadata", len(orjson.dumps(data.metadata)), limits.max_metadata_bytes)
-    _check_bytes("context.features", len(orjson.dumps(context.features)), limits.max_metadata_bytes)
+    if data.metadata:
+        _check_bytes("metadata", len(orjson.dumps(data.metadata)), limits.max_metadata_bytes)
+    if context.features:
+        size = len(orjson.dumps(context.features))
+        _check_bytes("context.features", size, limits.max_metadata_bytes)
 
 
 def build_episode(

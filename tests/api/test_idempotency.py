@@ -70,3 +70,17 @@ async def test_replay_survives_deletion_of_nothing_else(client: httpx.AsyncClien
     assert again.status_code == 201
     assert again.json()["id"] != first["id"]
     assert "idempotent-replayed" not in again.headers
+
+
+async def test_concurrent_conflicting_completions_one_wins(client: httpx.AsyncClient) -> None:
+    eid = (await client.post("/v1/episodes", json={"task_id": "race"})).json()["id"]
+    outcomes = ["success", "failure", "partial", "abstained"] * 5
+    results = await asyncio.gather(
+        *(client.post(f"/v1/episodes/{eid}/complete", json={"outcome": o}) for o in outcomes)
+    )
+    won = {r.json()["outcome"] for r in results if r.status_code == 200}
+    assert len(won) == 1
+    winner = won.pop()
+    for outcome, r in zip(outcomes, results, strict=True):
+        assert r.status_code == (200 if outcome == winner else 409), r.text
+    assert (await client.get(f"/v1/episodes/{eid}")).json()["outcome"] == winner
