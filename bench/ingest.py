@@ -63,11 +63,19 @@ async def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--database-url", default=None)
+    parser.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="ENGRAM_X=VALUE",
+        help="a setting for the server (repeatable); the default configuration otherwise",
+    )
     args = parser.parse_args()
+    server_env = dict(item.split("=", 1) for item in args.env)
 
     sample = episode(0)
     with tempfile.TemporaryDirectory(prefix="engram-bench-") as tmp:
-        server = EngramServer(Path(tmp), database_url=args.database_url).start()
+        server = EngramServer(Path(tmp), database_url=args.database_url, **server_env).start()
         try:
             health = build_request("GET", "/health")
             bodies = [build_request("POST", "/v1/episodes", episode(i)) for i in range(200_000)]
