@@ -52,6 +52,7 @@ SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
 async def get_session(state: StateDep) -> AsyncIterator[AsyncSession]:
     # scope="function" below: the commit happens before the response is sent, so
     # an acknowledged write is a committed one and a failed commit is an error reply.
+    # Episode writes do not come through here: the episode writer owns them.
     async with state.read_sessions() as session:
         try:
             yield session
@@ -62,13 +63,6 @@ async def get_session(state: StateDep) -> AsyncIterator[AsyncSession]:
 
 
 SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]
-
-
-async def get_blobs(state: StateDep) -> BlobStore:
-    return state.blobs
-
-
-BlobsDep = Annotated[BlobStore, Depends(get_blobs)]
 
 
 def _bearer(authorization: str | None, x_api_key: str | None) -> str | None:
@@ -88,9 +82,6 @@ async def get_principal(request: Request) -> Principal:
     return await state.auth.authenticate(token)
 
 
-PrincipalDep = Annotated[Principal, Depends(get_principal)]
-
-
 async def require_reader(request: Request) -> Principal:
     return await get_principal(request)
 
@@ -101,15 +92,8 @@ async def require_agent(request: Request) -> Principal:
     return principal
 
 
-async def require_admin(request: Request) -> Principal:
-    principal = await get_principal(request)
-    principal.require(Role.ADMIN)
-    return principal
-
-
 ReaderDep = Annotated[Principal, Depends(require_reader)]
 AgentDep = Annotated[Principal, Depends(require_agent)]
-AdminDep = Annotated[Principal, Depends(require_admin)]
 
 
 async def get_episode_service(request: Request) -> EpisodeService:
