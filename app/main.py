@@ -14,7 +14,7 @@ from app.api.deps import AppState
 from app.api.errors import install_error_handlers
 from app.api.middleware import EngramMiddleware
 from app.api.openapi import install_openapi
-from app.api.routes import episodes, health
+from app.api.routes import episodes, health, memories
 from app.core.config import Settings, get_settings
 from app.db.engine import create_engine, create_sessionmaker
 from app.db.migrate import migrate
@@ -115,4 +115,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.include_router(health.router)
     app.include_router(episodes.router)
+    app.include_router(memories.router)
     return app

@@ -16,6 +16,7 @@ from sqlalchemy import text
 
 from app.core.config import Settings
 from app.db.engine import create_engine
+from app.db.migrate import migrate
 from app.models import Base
 from app.services.auth import Role, create_key
 
@@ -28,13 +29,11 @@ def backend() -> str:
 
 
 async def _reset_postgres(url: str) -> None:
-    """Empty every table so each test starts from nothing (the schema stays migrated)."""
+    """Migrate, then empty every table, so each test starts from nothing."""
     engine = create_engine(Settings(database_url=url))
     try:
+        await migrate(engine)
         async with engine.begin() as conn:
-            exists = await conn.execute(text("SELECT to_regclass('public.alembic_version')"))
-            if exists.scalar() is None:
-                return
             names = ", ".join(t.name for t in Base.metadata.sorted_tables)
             await conn.execute(text(f"TRUNCATE {names} CASCADE"))
     finally:

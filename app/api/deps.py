@@ -49,11 +49,10 @@ async def get_settings_dep(state: StateDep) -> Settings:
 SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
 
 
-async def get_session(state: StateDep) -> AsyncIterator[AsyncSession]:
-    # scope="function" below: the commit happens before the response is sent, so
+async def _session(factory: async_sessionmaker[AsyncSession]) -> AsyncIterator[AsyncSession]:
+    # Used with scope="function": the commit happens before the response is sent, so
     # an acknowledged write is a committed one and a failed commit is an error reply.
-    # Episode writes do not come through here: the episode writer owns them.
-    async with state.read_sessions() as session:
+    async with factory() as session:
         try:
             yield session
             await session.commit()
@@ -62,7 +61,20 @@ async def get_session(state: StateDep) -> AsyncIterator[AsyncSession]:
             raise
 
 
+async def get_session(state: StateDep) -> AsyncIterator[AsyncSession]:
+    """For reads (SQLite: a deferred transaction that never blocks on writers)."""
+    async for session in _session(state.read_sessions):
+        yield session
+
+
+async def get_write_session(state: StateDep) -> AsyncIterator[AsyncSession]:
+    """For writes (SQLite: BEGIN IMMEDIATE, so the write lock is taken up front)."""
+    async for session in _session(state.write_sessions):
+        yield session
+
+
 SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]
+WriteSessionDep = Annotated[AsyncSession, Depends(get_write_session, scope="function")]
 
 
 def _bearer(authorization: str | None, x_api_key: str | None) -> str | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 import sqlalchemy.exc as sa_exc
@@ -28,6 +29,9 @@ _HTTP_NAMES = {
 }
 
 
+_UNION_TAG = re.compile(r"[A-Z][A-Za-z0-9]*|[a-z][a-z-]*\[.*\]")
+
+
 def _field(loc: tuple[Any, ...]) -> str:
     parts = list(loc)
     if parts and parts[0] in ("body", "query", "path", "header"):
@@ -40,8 +44,8 @@ def _field(loc: tuple[Any, ...]) -> str:
     for part in parts:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif isinstance(part, str) and (part[:1].isupper() or "[" in part):
-            continue  # union member names, e.g. "StepsAppend"
+        elif isinstance(part, str) and (part == "[key]" or _UNION_TAG.fullmatch(part)):
+            continue  # union members ("StepsAppend", "list[StepCreate]") and key markers
         else:
             out += f".{part}" if out else str(part)
     return out or "body"

@@ -1,5 +1,6 @@
 from app.models.api_key import ApiKey
 from app.models.base import Base
 from app.models.episode import Episode
+from app.models.memory import Memory
 
-__all__ = ["ApiKey", "Base", "Episode"]
+__all__ = ["ApiKey", "Base", "Episode", "Memory"]

@@ -1,0 +1,150 @@
+"""Memories: typed cells that recall chooses from."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query, status
+
+from app.api.deps import AgentDep, ReaderDep, SessionDep, SettingsDep, WriteSessionDep
+from app.core.errors import InvalidInput, NotFound, error_responses
+from app.repositories.memories import MemoryFilters
+from app.schemas.common import IDENT_PATTERN
+from app.schemas.memory import (
+    MemoryCreate,
+    MemoryPage,
+    MemoryRead,
+    MemorySearch,
+    MemorySearchResult,
+    MemoryStatus,
+    MemorySupersede,
+    MemoryType,
+    Sensitivity,
+)
+from app.services.memories import MemoryService
+
+router = APIRouter(prefix="/v1/memories", tags=["memories"])
+_IDENT = re.compile(IDENT_PATTERN)
+_SCOPE_PARAM = re.compile(r"^([a-z][a-z0-9_]{0,31}):(.{1,256})$")
+MemoryId = Annotated[str, Path(description="Memory id")]
+
+
+def _memory_id(memory_id: str) -> str:
+    if not _IDENT.match(memory_id):
+        raise NotFound(f"memory {memory_id!r} not found")
+    return memory_id
+
+
+def _service(session: SessionDep | WriteSessionDep, settings: SettingsDep) -> MemoryService:
+    return MemoryService(session, limits=settings.limits)
+
+
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    response_model=MemoryRead,
+    responses=error_responses(401, 403, 409, 413, 422, 503),
+)
+async def create_memory(
+    body: MemoryCreate, principal: AgentDep, session: WriteSessionDep, settings: SettingsDep
+) -> MemoryRead:
+    """Store a memory."""
+    return await _service(session, settings).create(principal.namespace, body)
+
+
+@router.get("", response_model=MemoryPage, responses=error_responses(401, 422, 503))
+async def list_memories(
+    principal: ReaderDep,
+    session: SessionDep,
+    settings: SettingsDep,
+    type_: Annotated[list[MemoryType] | None, Query(alias="type")] = None,
+    status_: Annotated[list[MemoryStatus] | None, Query(alias="status")] = None,
+    sensitivity: Annotated[list[Sensitivity] | None, Query()] = None,
+    scope: Annotated[
+        list[str] | None, Query(description="key:value; every key given must match")
+    ] = None,
+    cursor: str | None = None,
+    limit: Annotated[int | None, Query(ge=1)] = None,
+) -> MemoryPage:
+    """List memories, newest first, filtered by type, status, sensitivity and scope."""
+    limits = settings.limits
+    if limit is not None and limit > limits.max_page_size:
+        raise InvalidInput(f"limit: at most {limits.max_page_size}", field="limit")
+    scope_filter: dict[str, str] = {}
+    for item in scope or []:
+        match = _SCOPE_PARAM.match(item)
+        if match is None:
+            raise InvalidInput("scope: expected key:value, e.g. session_id:s1", field="scope")
+        scope_filter[match.group(1)] = match.group(2)
+    filters = MemoryFilters(
+        types=[t.value for t in type_] if type_ else None,
+        statuses=[s.value for s in status_] if status_ else None,
+        sensitivities=[s.value for s in sensitivity] if sensitivity else None,
+        scope=scope_filter or None,
+    )
+    return await _service(session, settings).list(
+        principal.namespace, filters, cursor=cursor, limit=limit or limits.default_page_size
+    )
+
+
+@router.post("/search", response_model=MemorySearchResult, responses=error_responses(401, 422, 503))
+async def search_memories(
+    body: MemorySearch, principal: ReaderDep, session: SessionDep, settings: SettingsDep
+) -> MemorySearchResult:
+    """Ranked full-text search (BM25 / ts_rank with criticality, confidence, value, staleness)."""
+    return await _service(session, settings).search(principal.namespace, body)
+
+
+@router.get("/{memory_id}", response_model=MemoryRead, responses=error_responses(401, 404, 503))
+async def get_memory(
+    memory_id: MemoryId, principal: ReaderDep, session: SessionDep, settings: SettingsDep
+) -> MemoryRead:
+    """One memory."""
+    return await _service(session, settings).get(principal.namespace, _memory_id(memory_id))
+
+
+_LIFECYCLE = error_responses(401, 403, 404, 409, 503)
+
+
+@router.post("/{memory_id}/forget", response_model=MemoryRead, responses=_LIFECYCLE)
+async def forget_memory(
+    memory_id: MemoryId, principal: AgentDep, session: WriteSessionDep, settings: SettingsDep
+) -> MemoryRead:
+    """Soft delete: kept for history, never recalled again."""
+    return await _service(session, settings).forget(principal.namespace, _memory_id(memory_id))
+
+
+@router.post("/{memory_id}/quarantine", response_model=MemoryRead, responses=_LIFECYCLE)
+async def quarantine_memory(
+    memory_id: MemoryId, principal: AgentDep, session: WriteSessionDep, settings: SettingsDep
+) -> MemoryRead:
+    """Mark as suspect: recall offers it only for re-verification."""
+    service = _service(session, settings)
+    return await service.quarantine(principal.namespace, _memory_id(memory_id))
+
+
+@router.post("/{memory_id}/restore", response_model=MemoryRead, responses=_LIFECYCLE)
+async def restore_memory(
+    memory_id: MemoryId, principal: AgentDep, session: WriteSessionDep, settings: SettingsDep
+) -> MemoryRead:
+    """Bring a quarantined memory back."""
+    return await _service(session, settings).restore(principal.namespace, _memory_id(memory_id))
+
+
+@router.post(
+    "/{memory_id}/supersede",
+    status_code=status.HTTP_201_CREATED,
+    response_model=MemoryRead,
+    responses=error_responses(401, 403, 404, 409, 413, 422, 503),
+)
+async def supersede_memory(
+    memory_id: MemoryId,
+    body: MemorySupersede,
+    principal: AgentDep,
+    session: WriteSessionDep,
+    settings: SettingsDep,
+) -> MemoryRead:
+    """Replace with a new version (returned); the old one becomes superseded, atomically."""
+    service = _service(session, settings)
+    return await service.supersede(principal.namespace, _memory_id(memory_id), body)

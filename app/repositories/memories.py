@@ -1,0 +1,207 @@
+"""SQL for memories, including full-text search pushed into the database."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, cast
+
+from sqlalchemy import (
+    ColumnElement,
+    Float,
+    FromClause,
+    Table,
+    and_,
+    case,
+    column,
+    func,
+    insert,
+    literal_column,
+    or_,
+    select,
+    table,
+    update,
+)
+from sqlalchemy import (
+    cast as sql_cast,
+)
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.learning.ranking import STALE_AFTER_DAYS, WEIGHTS
+from app.models import Memory
+
+MEMORIES = cast(Table, Memory.__table__)
+FTS = table("memories_fts", column("namespace"), column("memory_id"))
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryFilters:
+    types: Sequence[str] | None = None
+    statuses: Sequence[str] | None = None
+    sensitivities: Sequence[str] | None = None
+    scope: dict[str, str] | None = None
+
+
+def _status_clause(statuses: Sequence[str], now: datetime) -> ColumnElement[bool]:
+    """Stored status, with "expired" derived from valid_until (no job flips it)."""
+    not_expired = or_(Memory.valid_until.is_(None), Memory.valid_until > now)
+    clauses: list[ColumnElement[bool]] = []
+    for status in statuses:
+        if status == "expired":
+            clauses.append(and_(Memory.status == "active", Memory.valid_until <= now))
+        elif status == "active":
+            started = or_(Memory.valid_from.is_(None), Memory.valid_from <= now)
+            clauses.append(and_(Memory.status == "active", not_expired, started))
+        else:
+            clauses.append(and_(Memory.status == status, not_expired))
+    return or_(*clauses)
+
+
+def _filters(namespace: str, filters: MemoryFilters, now: datetime) -> list[ColumnElement[bool]]:
+    where: list[ColumnElement[bool]] = [Memory.namespace == namespace]
+    if filters.types:
+        where.append(Memory.type.in_(filters.types))
+    if filters.statuses:
+        where.append(_status_clause(filters.statuses, now))
+    if filters.sensitivities:
+        where.append(Memory.sensitivity.in_(filters.sensitivities))
+    for key, value in (filters.scope or {}).items():
+        where.append(Memory.scope[key].as_string() == value)
+    return where
+
+
+class MemoryRepository:
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    async def get(self, namespace: str, memory_id: str) -> Memory | None:
+        return await self.session.get(Memory, (namespace, memory_id))
+
+    async def insert(self, row: dict[str, Any]) -> None:
+        await self.session.execute(insert(MEMORIES), [row])
+
+    async def transition(
+        self,
+        namespace: str,
+        memory_id: str,
+        *,
+        from_statuses: Sequence[str],
+        values: dict[str, Any],
+    ) -> bool:
+        """Apply values if the memory is still in one of from_statuses (one winner under races)."""
+        stmt = (
+            update(MEMORIES)
+            .where(
+                MEMORIES.c.namespace == namespace,
+                MEMORIES.c.id == memory_id,
+                MEMORIES.c.status.in_(from_statuses),
+            )
+            .values(values)
+        )
+        result = await self.session.execute(stmt)
+        return bool(getattr(result, "rowcount", 0))
+
+    async def search(
+        self,
+        namespace: str,
+        terms: Sequence[str],
+        filters: MemoryFilters,
+        *,
+        now: datetime,
+        limit: int,
+    ) -> list[tuple[Memory, dict[str, float]]]:
+        """Ranked full-text matches; ranking, filters and limit all run in the database."""
+        dialect = self.session.get_bind().dialect.name
+        raw: ColumnElement[Any]
+        source: FromClause
+        matched: ColumnElement[bool]
+        age_days: ColumnElement[Any]
+        if dialect == "sqlite":
+            match = " OR ".join(f'"{t}"' for t in terms)
+            raw = -func.bm25(literal_column("memories_fts"))
+            source = FTS.join(
+                MEMORIES,
+                and_(MEMORIES.c.namespace == FTS.c.namespace, MEMORIES.c.id == FTS.c.memory_id),
+            )
+            matched = literal_column("memories_fts").op("MATCH")(match)
+            fmt = "%Y-%m-%d %H:%M:%S.%f"
+            last = func.coalesce(Memory.last_used_at, Memory.updated_at)
+            age_days = func.julianday(now.strftime(fmt)) - func.julianday(last)
+            clip = _clip_sqlite
+        else:
+            tsquery = func.to_tsquery(literal_column("'english'::regconfig"), " | ".join(terms))
+            vector: ColumnElement[Any] = literal_column("memories.search_vector")
+            raw = func.ts_rank_cd(vector, tsquery)
+            source = MEMORIES
+            matched = vector.op("@@")(tsquery)
+            last = func.coalesce(Memory.last_used_at, Memory.updated_at)
+            age_days = func.extract("epoch", func.now() - last) / 86400.0
+            clip = _clip_postgres
+        relevance = sql_cast(raw, Float)
+        text_part = relevance / (1.0 + relevance)
+        mean = case((Memory.reward_count > 0, Memory.reward_sum / Memory.reward_count), else_=0.0)
+        value = case((Memory.reward_count > 0, clip((mean + 1.0) / 2.0)), else_=0.5)
+        staleness = clip(age_days / STALE_AFTER_DAYS)
+        score = (
+            text_part * WEIGHTS.text
+            + Memory.criticality * WEIGHTS.criticality
+            + Memory.confidence * WEIGHTS.confidence
+            + value * WEIGHTS.value
+            - staleness * WEIGHTS.staleness
+        )
+        stmt = (
+            select(
+                Memory,
+                text_part.label("text"),
+                value.label("value"),
+                staleness.label("staleness"),
+                score.label("score"),
+            )
+            .select_from(source)
+            .where(matched, *_filters(namespace, filters, now))
+            .order_by(literal_column("score").desc(), Memory.id)
+            .limit(limit)
+        )
+        rows = await self.session.execute(stmt)
+        return [
+            (
+                memory,
+                {
+                    "text": float(text),
+                    "value": float(val),
+                    "staleness": float(stale),
+                    "score": float(sc),
+                },
+            )
+            for memory, text, val, stale, sc in rows
+        ]
+
+    async def list(
+        self,
+        namespace: str,
+        filters: MemoryFilters,
+        *,
+        now: datetime,
+        after: tuple[datetime, str] | None,
+        limit: int,
+    ) -> list[Memory]:
+        stmt = select(Memory).where(*_filters(namespace, filters, now))
+        if after is not None:
+            created_at, memory_id = after
+            stmt = stmt.where(
+                or_(
+                    Memory.created_at < created_at,
+                    and_(Memory.created_at == created_at, Memory.id < memory_id),
+                )
+            )
+        stmt = stmt.order_by(Memory.created_at.desc(), Memory.id.desc()).limit(limit)
+        return list((await self.session.execute(stmt)).scalars())
+
+
+def _clip_sqlite(x: Any) -> Any:
+    return func.max(0.0, func.min(1.0, x))
+
+
+def _clip_postgres(x: Any) -> Any:
+    return func.greatest(0.0, func.least(1.0, x))

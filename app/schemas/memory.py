@@ -1,0 +1,145 @@
+"""Memory request and response models."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated, Any
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints, model_validator
+
+from app.schemas.common import Ident
+
+
+class MemoryType(StrEnum):
+    CONSTRAINT = "constraint"
+    PREFERENCE = "preference"
+    FACT = "fact"
+    PROFILE = "profile"
+    EPISODE = "episode"
+    REFLECTION = "reflection"
+    SKILL = "skill"
+    PROCEDURE = "procedure"
+    TASK_STATE = "task_state"
+    PROJECT_STATE = "project_state"
+    TOOL_MEMORY = "tool_memory"
+    DOCUMENT_REFERENCE = "document_reference"
+
+
+class MemoryStatus(StrEnum):
+    ACTIVE = "active"
+    SUPERSEDED = "superseded"
+    CONTRADICTED = "contradicted"
+    QUARANTINED = "quarantined"
+    DELETED = "deleted"
+    EXPIRED = "expired"
+
+
+class Sensitivity(StrEnum):
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+    RESTRICTED = "restricted"
+
+
+SENSITIVITY_ORDER = [s.value for s in Sensitivity]
+
+ScopeKey = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,31}$")]
+ScopeValue = Annotated[str, StringConstraints(min_length=1, max_length=256)]
+Scope = Annotated[dict[ScopeKey, ScopeValue], Field(max_length=16)]
+Unit = Annotated[float, Field(ge=0, le=1)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class MemoryFields(Strict):
+    content: Annotated[str, StringConstraints(min_length=1)]
+    confidence: Unit = 0.8
+    sensitivity: Sensitivity = Sensitivity.LOW
+    criticality: Unit = 0.5
+    valid_from: AwareDatetime | None = None
+    valid_until: AwareDatetime | None = None
+    source_refs: list[Annotated[str, StringConstraints(min_length=1, max_length=512)]] = Field(
+        default_factory=list, max_length=64
+    )
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _window(self) -> MemoryFields:
+        if self.valid_from and self.valid_until and self.valid_until <= self.valid_from:
+            raise ValueError("`valid_until` must be after `valid_from`")
+        return self
+
+
+class MemoryCreate(MemoryFields):
+    id: Ident | None = None
+    type: MemoryType
+    scope: Scope = Field(default_factory=lambda: {"level": "global"})
+
+
+class MemorySupersede(MemoryFields):
+    """The new version; fields left out keep the old version's values, except content."""
+
+    confidence: Unit | None = None  # type: ignore[assignment]
+    sensitivity: Sensitivity | None = None  # type: ignore[assignment]
+    criticality: Unit | None = None  # type: ignore[assignment]
+
+
+class MemoryRead(BaseModel):
+    id: str
+    type: MemoryType
+    scope: dict[str, str]
+    content: str
+    status: MemoryStatus
+    confidence: float
+    sensitivity: Sensitivity
+    criticality: float
+    valid_from: datetime | None
+    valid_until: datetime | None
+    source_refs: list[str]
+    metadata: dict[str, Any]
+    version: int
+    previous_id: str | None
+    superseded_by: str | None
+    token_estimate: int
+    use_count: int
+    last_used_at: datetime | None
+    reward_count: int
+    reward_mean: float | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class MemoryPage(BaseModel):
+    items: list[MemoryRead]
+    next_cursor: str | None
+
+
+class MemorySearch(Strict):
+    query: Annotated[str, StringConstraints(min_length=1, max_length=2048)]
+    types: list[MemoryType] | None = None
+    scope: Scope | None = None
+    statuses: list[MemoryStatus] = Field(default_factory=lambda: [MemoryStatus.ACTIVE])
+    max_sensitivity: Sensitivity = Sensitivity.HIGH
+    limit: Annotated[int, Field(ge=1, le=100)] = 10
+
+
+class ScoreParts(BaseModel):
+    text: float
+    criticality: float
+    confidence: float
+    value: float
+    staleness: float
+
+
+class MemoryHit(BaseModel):
+    memory: MemoryRead
+    score: float
+    parts: ScoreParts
+
+
+class MemorySearchResult(BaseModel):
+    query_terms: list[str]
+    hits: list[MemoryHit]

@@ -1,0 +1,233 @@
+"""Memory use cases: create, read, list, the lifecycle (forget, supersede, quarantine,
+restore) and ranked search. Runs in the request's session; never commits."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.core.config import Limits
+from app.core.errors import Conflict, NotFound, PayloadTooLarge
+from app.learning.ranking import query_terms
+from app.models import Memory
+from app.repositories.memories import MemoryFilters, MemoryRepository
+from app.schemas.memory import (
+    SENSITIVITY_ORDER,
+    MemoryCreate,
+    MemoryFields,
+    MemoryHit,
+    MemoryPage,
+    MemoryRead,
+    MemorySearch,
+    MemorySearchResult,
+    MemorySupersede,
+    ScoreParts,
+)
+from app.services.episodes import decode_cursor, encode_cursor
+from app.services.ids import uuid7
+
+# A memory can leave these statuses through each transition; anything else is a 409.
+FORGETTABLE = ("active", "quarantined", "superseded", "contradicted")
+SUPERSEDABLE = ("active", "quarantined", "contradicted")
+
+
+def token_estimate(text: str) -> int:
+    """About four characters per token, as tokenizers of English text average."""
+    return max(1, math.ceil(len(text) / 4))
+
+
+def to_read(memory: Memory, *, now: datetime) -> MemoryRead:
+    status = memory.status
+    if status == "active" and memory.valid_until is not None and memory.valid_until <= now:
+        status = "expired"
+    mean = memory.reward_sum / memory.reward_count if memory.reward_count else None
+    return MemoryRead.model_validate(
+        {
+            **{c: getattr(memory, c) for c in MemoryRead.model_fields if hasattr(memory, c)},
+            "metadata": memory.metadata_,
+            "status": status,
+            "reward_mean": mean,
+        }
+    )
+
+
+class MemoryService:
+    def __init__(self, session: AsyncSession, *, limits: Limits) -> None:
+        self.repo = MemoryRepository(session)
+        self.limits = limits
+
+    def _check_limits(self, data: MemoryFields) -> None:
+        if len(data.content) > self.limits.max_text_chars:
+            raise PayloadTooLarge(
+                f"content: {len(data.content)} characters, the limit is "
+                f"{self.limits.max_text_chars}",
+                field="content",
+            )
+        size = len(orjson.dumps(data.metadata))
+        if size > self.limits.max_metadata_bytes:
+            raise PayloadTooLarge(
+                f"metadata: {size} bytes, the limit is {self.limits.max_metadata_bytes}",
+                field="metadata",
+            )
+
+    async def _require(self, namespace: str, memory_id: str) -> Memory:
+        memory = await self.repo.get(namespace, memory_id)
+        if memory is None:
+            raise NotFound(f"memory {memory_id!r} not found")
+        return memory
+
+    async def create(self, namespace: str, data: MemoryCreate) -> MemoryRead:
+        """Store a new memory (version 1)."""
+        self._check_limits(data)
+        memory_id = data.id or uuid7()
+        if data.id is not None and await self.repo.get(namespace, memory_id) is not None:
+            raise Conflict(f"memory {memory_id!r} already exists", field="id")
+        now = datetime.now(UTC)
+        row = self._row(namespace, memory_id, data, now=now)
+        row |= {"type": data.type.value, "scope": dict(data.scope), "version": 1}
+        await self.repo.insert(row)
+        return await self.get(namespace, memory_id)
+
+    def _row(
+        self, namespace: str, memory_id: str, data: MemoryFields, *, now: datetime
+    ) -> dict[str, Any]:
+        return {
+            "namespace": namespace,
+            "id": memory_id,
+            "content": data.content,
+            "status": "active",
+            "confidence": data.confidence,
+            "sensitivity": data.sensitivity.value if data.sensitivity else None,
+            "criticality": data.criticality,
+            "valid_from": data.valid_from,
+            "valid_until": data.valid_until,
+            "source_refs": list(data.source_refs),
+            "metadata": data.metadata,
+            "previous_id": None,
+            "superseded_by": None,
+            "token_estimate": token_estimate(data.content),
+            "use_count": 0,
+            "last_used_at": None,
+            "reward_count": 0,
+            "reward_sum": 0.0,
+            "created_at": now,
+            "updated_at": now,
+        }
+
+    async def get(self, namespace: str, memory_id: str) -> MemoryRead:
+        memory = await self._require(namespace, memory_id)
+        return to_read(memory, now=datetime.now(UTC))
+
+    async def list(
+        self, namespace: str, filters: MemoryFilters, *, cursor: str | None, limit: int
+    ) -> MemoryPage:
+        """Newest first, with a keyset cursor."""
+        now = datetime.now(UTC)
+        after = decode_cursor(cursor) if cursor else None
+        rows = await self.repo.list(namespace, filters, now=now, after=after, limit=limit + 1)
+        more = len(rows) > limit
+        rows = rows[:limit]
+        next_cursor = encode_cursor(rows[-1].created_at, rows[-1].id) if more else None
+        return MemoryPage(items=[to_read(m, now=now) for m in rows], next_cursor=next_cursor)
+
+    async def _transition(
+        self, namespace: str, memory_id: str, *, allowed: tuple[str, ...], target: str
+    ) -> MemoryRead:
+        memory = await self._require(namespace, memory_id)
+        if memory.status == target:
+            return to_read(memory, now=datetime.now(UTC))  # repeating it changes nothing
+        now = datetime.now(UTC)
+        values = {"status": target, "updated_at": now}
+        if not await self.repo.transition(
+            namespace, memory_id, from_statuses=allowed, values=values
+        ):
+            raise Conflict(
+                f"memory {memory_id!r} is {memory.status}; it cannot become {target}",
+                field="status",
+            )
+        await self.repo.session.refresh(memory)
+        return to_read(memory, now=now)
+
+    async def forget(self, namespace: str, memory_id: str) -> MemoryRead:
+        """Soft delete: kept for history, never recalled again."""
+        return await self._transition(namespace, memory_id, allowed=FORGETTABLE, target="deleted")
+
+    async def quarantine(self, namespace: str, memory_id: str) -> MemoryRead:
+        """Suspect: recall offers it only to be re-verified."""
+        return await self._transition(
+            namespace, memory_id, allowed=("active", "contradicted"), target="quarantined"
+        )
+
+    async def restore(self, namespace: str, memory_id: str) -> MemoryRead:
+        """Back from quarantine."""
+        return await self._transition(
+            namespace, memory_id, allowed=("quarantined",), target="active"
+        )
+
+    async def supersede(self, namespace: str, memory_id: str, data: MemorySupersede) -> MemoryRead:
+        """A new version replaces the memory; both changes in one transaction."""
+        self._check_limits(data)
+        old = await self._require(namespace, memory_id)
+        now = datetime.now(UTC)
+        new_id = uuid7()
+        marked = await self.repo.transition(
+            namespace,
+            memory_id,
+            from_statuses=SUPERSEDABLE,
+            values={"status": "superseded", "superseded_by": new_id, "updated_at": now},
+        )
+        if not marked:
+            raise Conflict(
+                f"memory {memory_id!r} is {old.status}; only a current memory can be superseded",
+                field="status",
+            )
+        row = self._row(namespace, new_id, data, now=now)
+        row |= {
+            "type": old.type,
+            "scope": old.scope,
+            "version": old.version + 1,
+            "previous_id": old.id,
+            "confidence": old.confidence if data.confidence is None else data.confidence,
+            "criticality": old.criticality if data.criticality is None else data.criticality,
+            "sensitivity": old.sensitivity if data.sensitivity is None else data.sensitivity.value,
+            "valid_from": data.valid_from or old.valid_from,
+            "valid_until": data.valid_until or old.valid_until,
+            "source_refs": list(data.source_refs) or old.source_refs,
+            "metadata": data.metadata or old.metadata_,
+        }
+        await self.repo.insert(row)
+        return await self.get(namespace, new_id)
+
+    async def search(self, namespace: str, data: MemorySearch) -> MemorySearchResult:
+        """Ranked full-text search, without a policy and without a transition."""
+        terms = query_terms(data.query)
+        if not terms:
+            return MemorySearchResult(query_terms=[], hits=[])
+        allowed = SENSITIVITY_ORDER[: SENSITIVITY_ORDER.index(data.max_sensitivity.value) + 1]
+        filters = MemoryFilters(
+            types=[t.value for t in data.types] if data.types else None,
+            statuses=[s.value for s in data.statuses],
+            sensitivities=allowed,
+            scope=dict(data.scope) if data.scope else None,
+        )
+        now = datetime.now(UTC)
+        rows = await self.repo.search(namespace, terms, filters, now=now, limit=data.limit)
+        hits = [
+            MemoryHit(
+                memory=to_read(memory, now=now),
+                score=parts["score"],
+                parts=ScoreParts(
+                    text=parts["text"],
+                    criticality=memory.criticality,
+                    confidence=memory.confidence,
+                    value=parts["value"],
+                    staleness=parts["staleness"],
+                ),
+            )
+            for memory, parts in rows
+        ]
+        return MemorySearchResult(query_terms=terms, hits=hits)
