@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import gc
 import logging
+import random
 from collections.abc import AsyncIterator
 
 from fastapi import FastAPI
@@ -14,7 +15,7 @@ from app.api.deps import AppState
 from app.api.errors import install_error_handlers
 from app.api.middleware import EngramMiddleware
 from app.api.openapi import install_openapi
-from app.api.routes import episodes, health, memories
+from app.api.routes import episodes, health, memories, recall, rl
 from app.core.config import Settings, get_settings
 from app.db.engine import create_engine, create_sessionmaker
 from app.db.migrate import migrate
@@ -71,6 +72,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 writer=writer,
                 auth=auth,
                 episodes=EpisodeService(blobs=blobs, writer=writer, limits=settings.limits),
+                recall_rng=random.Random(settings.recall.seed),
             )
             sweeper = asyncio.create_task(_sweep_loop(writer, settings.sweep_interval_s))
             # What exists now (modules, schemas, engines) lives for the whole process:
@@ -116,4 +118,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(health.router)
     app.include_router(episodes.router)
     app.include_router(memories.router)
+    app.include_router(recall.router)
+    app.include_router(rl.router)
     return app

@@ -6,6 +6,7 @@ a thread hop on every request.
 
 from __future__ import annotations
 
+import random
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Annotated
@@ -32,6 +33,7 @@ class AppState:
     writer: EpisodeWriter
     auth: Authenticator
     episodes: EpisodeService
+    recall_rng: random.Random
 
 
 async def get_state(request: Request) -> AppState:

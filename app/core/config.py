@@ -43,6 +43,15 @@ class Ingest(BaseModel):
     queue_size: int = Field(default=4096, ge=1)
 
 
+class Recall(BaseModel):
+    """The recall policy's exploration and candidate pool."""
+
+    epsilon: float = Field(default=0.1, ge=0, le=1)
+    seed: int | None = None
+    max_candidates: int = Field(default=50, ge=1, le=500)
+    max_constraints: int = Field(default=20, ge=0, le=200)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="ENGRAM_",
@@ -68,6 +77,7 @@ class Settings(BaseSettings):
     log_requests: bool = True
     limits: Limits = Limits()
     ingest: Ingest = Ingest()
+    recall: Recall = Recall()
 
     @property
     def is_sqlite(self) -> bool:

@@ -2,5 +2,6 @@ from app.models.api_key import ApiKey
 from app.models.base import Base
 from app.models.episode import Episode
 from app.models.memory import Memory
+from app.models.rl import Reward, Transition
 
-__all__ = ["ApiKey", "Base", "Episode", "Memory"]
+__all__ = ["ApiKey", "Base", "Episode", "Memory", "Reward", "Transition"]

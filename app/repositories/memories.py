@@ -205,3 +205,43 @@ def _clip_sqlite(x: Any) -> Any:
 
 def _clip_postgres(x: Any) -> Any:
     return func.greatest(0.0, func.least(1.0, x))
+
+
+class MemoryUsageRepository:
+    """Usage and reward statistics of memories, updated by recall and rewards."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    async def top_constraints(self, namespace: str, *, now: datetime, limit: int) -> list[Memory]:
+        """Current constraints, most critical first: recall considers them whatever the text."""
+        stmt = (
+            select(Memory)
+            .where(
+                Memory.namespace == namespace,
+                Memory.type == "constraint",
+                _status_clause(["active"], now),
+            )
+            .order_by(Memory.criticality.desc(), Memory.id)
+            .limit(limit)
+        )
+        return list((await self.session.execute(stmt)).scalars())
+
+    async def mark_used(self, namespace: str, ids: Sequence[str], *, now: datetime) -> None:
+        if ids:
+            await self.session.execute(
+                update(MEMORIES)
+                .where(MEMORIES.c.namespace == namespace, MEMORIES.c.id.in_(list(ids)))
+                .values(use_count=MEMORIES.c.use_count + 1, last_used_at=now)
+            )
+
+    async def credit(self, namespace: str, ids: Sequence[str], reward: float) -> None:
+        if ids:
+            await self.session.execute(
+                update(MEMORIES)
+                .where(MEMORIES.c.namespace == namespace, MEMORIES.c.id.in_(list(ids)))
+                .values(
+                    reward_count=MEMORIES.c.reward_count + 1,
+                    reward_sum=MEMORIES.c.reward_sum + reward,
+                )
+            )

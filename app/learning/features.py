@@ -1,0 +1,96 @@
+"""State features of a recall (pure): named per candidate and per request, and the
+fixed-size vectors offline-RL tools want (candidate slots padded with zeros)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from app.schemas.memory import SENSITIVITY_ORDER, MemoryStatus, MemoryType
+
+SCHEMA_VERSION = "1"
+TYPE_NAMES = [t.value for t in MemoryType]
+STATUS_NAMES = [s.value for s in MemoryStatus]
+REQUEST_FEATURES = ["token_budget", "k", "n_candidates", "tokens_available", "n_scope_keys"]
+CANDIDATE_FEATURES = [
+    "present",
+    "retrieval_score",
+    "retrieval_rank",
+    "type_index",
+    "status_index",
+    "scope_match",
+    "criticality",
+    "confidence",
+    "sensitivity_level",
+    "age_days",
+    "days_since_use",
+    "use_count",
+    "token_cost",
+    "reward_count",
+    "reward_mean",
+    "expected_utility",
+]
+
+
+def scope_compatible(memory_scope: dict[str, str], request_scope: dict[str, str]) -> bool:
+    """A memory applies when every id it is scoped to (all keys but level) matches the request."""
+    return all(request_scope.get(k) == v for k, v in memory_scope.items() if k != "level")
+
+
+def scope_match(memory_scope: dict[str, str], request_scope: dict[str, str]) -> float:
+    keys = [k for k in request_scope if k != "level"]
+    if not keys:
+        return 1.0
+    return sum(1 for k in keys if memory_scope.get(k) == request_scope[k]) / len(keys)
+
+
+def expected_utility(reward_count: int, reward_sum: float) -> float:
+    """(mean reward + 1) / 2 clipped to [0, 1]; 0.5 before any reward."""
+    if reward_count == 0:
+        return 0.5
+    return max(0.0, min(1.0, (reward_sum / reward_count + 1.0) / 2.0))
+
+
+def candidate_features(
+    m: Any, *, status: str, score: float, rank: int, request_scope: dict[str, str], now: datetime
+) -> dict[str, float]:
+    """Named features of one candidate memory (m has the Memory model's attributes)."""
+    mean = m.reward_sum / m.reward_count if m.reward_count else 0.0
+    return {
+        "present": 1.0,
+        "retrieval_score": round(score, 6),
+        "retrieval_rank": float(rank),
+        "type_index": float(TYPE_NAMES.index(m.type)),
+        "status_index": float(STATUS_NAMES.index(status)),
+        "scope_match": scope_match(m.scope, request_scope),
+        "criticality": m.criticality,
+        "confidence": m.confidence,
+        "sensitivity_level": float(SENSITIVITY_ORDER.index(m.sensitivity)),
+        "age_days": round((now - m.created_at).total_seconds() / 86400, 6),
+        "days_since_use": (
+            round((now - m.last_used_at).total_seconds() / 86400, 6) if m.last_used_at else -1.0
+        ),
+        "use_count": float(m.use_count),
+        "token_cost": float(m.token_estimate),
+        "reward_count": float(m.reward_count),
+        "reward_mean": round(mean, 6),
+        "expected_utility": expected_utility(m.reward_count, m.reward_sum),
+    }
+
+
+def observation_vector(state: dict[str, Any], slots: int) -> list[float]:
+    """Request features, then `slots` candidate slots of CANDIDATE_FEATURES (zeros if empty)."""
+    request = state["request"]
+    vector = [float(request[name]) for name in REQUEST_FEATURES]
+    candidates = state["candidates"][:slots]
+    for cand in candidates:
+        vector.extend(float(cand["features"][name]) for name in CANDIDATE_FEATURES)
+    vector.extend([0.0] * (len(CANDIDATE_FEATURES) * (slots - len(candidates))))
+    return vector
+
+
+def action_vector(state: dict[str, Any], action: dict[str, Any], slots: int) -> list[int]:
+    """1 in the slot of each selected candidate."""
+    selected = set(action["selected"])
+    ids = [c["memory_id"] for c in state["candidates"][:slots]]
+    return [1 if mid in selected else 0 for mid in ids] + [0] * (slots - len(ids))

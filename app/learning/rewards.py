@@ -1,0 +1,44 @@
+"""Reward spec for recalls, version 1 (pure).
+
+scalar = explicit value, when one is given; otherwise the sum of the components:
+  task_success: +1 on success, -1 on failure (0 when not reported)
+  unsafe_action: -2 more          stale_memory_error: -1 more
+  tokens_used: -0.0001 per token  latency_ms: -0.001 per millisecond
+user_correction is stored with the signals but carries no weight in v1. Components are
+always computed from the signals given and stored beside the scalar.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+RECALL_SPEC_VERSION = "recall-v1"
+RECALL_SPEC: dict[str, Any] = {
+    "version": RECALL_SPEC_VERSION,
+    "task_success": {"true": 1.0, "false": -1.0},
+    "unsafe_action": -2.0,
+    "stale_memory_error": -1.0,
+    "per_token": -0.0001,
+    "per_latency_ms": -0.001,
+    "explicit_value": "replaces the sum of the components when given",
+}
+
+
+def recall_reward(
+    *, value: float | None, signals: dict[str, Any]
+) -> tuple[float, dict[str, float]]:
+    """(scalar, components) for one reward under spec recall-v1."""
+    components: dict[str, float] = {}
+    success = signals.get("task_success")
+    if success is not None:
+        components["task_success"] = 1.0 if success else -1.0
+    if signals.get("unsafe_action"):
+        components["unsafe_action"] = RECALL_SPEC["unsafe_action"]
+    if signals.get("stale_memory_error"):
+        components["stale_memory_error"] = RECALL_SPEC["stale_memory_error"]
+    if signals.get("tokens_used") is not None:
+        components["tokens_used"] = RECALL_SPEC["per_token"] * float(signals["tokens_used"])
+    if signals.get("latency_ms") is not None:
+        components["latency_ms"] = RECALL_SPEC["per_latency_ms"] * float(signals["latency_ms"])
+    scalar = float(value) if value is not None else round(sum(components.values()), 10)
+    return scalar, components

@@ -1,0 +1,64 @@
+"""Recall transitions (one per recall) and rewards."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, Float, Index, Integer, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.models.base import Base, UTCDateTime
+
+
+class Transition(Base):
+    """(state, action, propensities, reward, next state) of one recall decision."""
+
+    __tablename__ = "rl_transitions"
+
+    namespace: Mapped[str] = mapped_column(String(64), primary_key=True)
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)  # the recall_id
+    task_id: Mapped[str | None] = mapped_column(String(256))
+    agent_id: Mapped[str | None] = mapped_column(String(256))
+    task_type: Mapped[str | None] = mapped_column(String(256))
+    policy_id: Mapped[str] = mapped_column(String(64))
+    policy_version: Mapped[int] = mapped_column(Integer)
+    state: Mapped[dict[str, Any]] = mapped_column(JSON)
+    action: Mapped[dict[str, Any]] = mapped_column(JSON)
+    propensity: Mapped[float] = mapped_column(Float)
+    # pending until a reward completes it; completed exactly once.
+    status: Mapped[str] = mapped_column(String(16))
+    reward: Mapped[float | None] = mapped_column(Float)
+    reward_id: Mapped[str | None] = mapped_column(String(64))
+    next_id: Mapped[str | None] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    completed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+    __table_args__ = (
+        Index("ix_rl_transitions_ns_created", "namespace", "created_at", "id"),
+        Index("ix_rl_transitions_ns_task", "namespace", "task_id", "created_at"),
+        Index("ix_rl_transitions_ns_status", "namespace", "status", "completed_at", "id"),
+    )
+
+
+class Reward(Base):
+    __tablename__ = "rewards"
+
+    namespace: Mapped[str] = mapped_column(String(64), primary_key=True)
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    recall_id: Mapped[str | None] = mapped_column(String(64))
+    task_id: Mapped[str | None] = mapped_column(String(256))
+    episode_id: Mapped[str | None] = mapped_column(String(64))
+    value: Mapped[float | None] = mapped_column(Float)
+    signals: Mapped[dict[str, Any]] = mapped_column(JSON)
+    scalar: Mapped[float] = mapped_column(Float)
+    components: Mapped[dict[str, float]] = mapped_column(JSON)
+    spec_version: Mapped[str] = mapped_column(String(32))
+    request_hash: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+    __table_args__ = (
+        Index("ix_rewards_ns_recall", "namespace", "recall_id"),
+        Index("ix_rewards_ns_task", "namespace", "task_id"),
+        Index("ix_rewards_ns_created", "namespace", "created_at", "id"),
+    )

@@ -1,0 +1,227 @@
+"""SQL for recall transitions and rewards."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, cast
+
+from sqlalchemy import Select, Table, and_, insert, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.models import Reward, Transition
+
+TRANSITIONS = cast(Table, Transition.__table__)
+REWARDS = cast(Table, Reward.__table__)
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetFilters:
+    since: datetime | None = None
+    until: datetime | None = None
+    policy_id: str | None = None
+    task_type: str | None = None
+
+
+class TransitionRepository:
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    async def insert(self, row: dict[str, Any]) -> None:
+        await self.session.execute(insert(TRANSITIONS), [row])
+
+    async def link_previous(self, namespace: str, task_id: str, new_id: str) -> None:
+        """The task's previous recall gets this one as its next state."""
+        await self.session.execute(
+            update(TRANSITIONS)
+            .where(
+                TRANSITIONS.c.namespace == namespace,
+                TRANSITIONS.c.task_id == task_id,
+                TRANSITIONS.c.next_id.is_(None),
+                TRANSITIONS.c.id != new_id,
+            )
+            .values(next_id=new_id)
+        )
+
+    async def get(self, namespace: str, transition_id: str) -> Transition | None:
+        return await self.session.get(Transition, (namespace, transition_id))
+
+    async def for_task(self, namespace: str, task_id: str) -> list[Transition]:
+        stmt = (
+            select(Transition)
+            .where(Transition.namespace == namespace, Transition.task_id == task_id)
+            .order_by(Transition.created_at, Transition.id)
+        )
+        return list((await self.session.execute(stmt)).scalars())
+
+    async def complete(
+        self, namespace: str, ids: Sequence[str], *, reward_id: str, reward: float, now: datetime
+    ) -> int:
+        """Complete the pending ones among ids; returns how many this call completed."""
+        result = await self.session.execute(
+            update(TRANSITIONS)
+            .where(
+                TRANSITIONS.c.namespace == namespace,
+                TRANSITIONS.c.id.in_(list(ids)),
+                TRANSITIONS.c.status == "pending",
+            )
+            .values(status="completed", reward=reward, reward_id=reward_id, completed_at=now)
+        )
+        return int(getattr(result, "rowcount", 0))
+
+    async def page(
+        self,
+        namespace: str,
+        *,
+        status: str | None,
+        filters: DatasetFilters,
+        after: tuple[datetime, str] | None,
+        limit: int,
+    ) -> list[Transition]:
+        """Oldest first, keyset on (created_at, id)."""
+        stmt = select(Transition).where(Transition.namespace == namespace)
+        if status is not None:
+            stmt = stmt.where(Transition.status == status)
+        if filters.since is not None:
+            stmt = stmt.where(Transition.created_at >= filters.since)
+        if filters.until is not None:
+            stmt = stmt.where(Transition.created_at < filters.until)
+        if filters.policy_id is not None:
+            stmt = stmt.where(Transition.policy_id == filters.policy_id)
+        if filters.task_type is not None:
+            stmt = stmt.where(Transition.task_type == filters.task_type)
+        if after is not None:
+            created_at, tid = after
+            stmt = stmt.where(
+                or_(
+                    Transition.created_at > created_at,
+                    and_(Transition.created_at == created_at, Transition.id > tid),
+                )
+            )
+        stmt = stmt.order_by(Transition.created_at, Transition.id).limit(limit)
+        return list((await self.session.execute(stmt)).scalars())
+
+    async def ids_by_reward(
+        self, namespace: str, reward_ids: Sequence[str]
+    ) -> dict[str, list[str]]:
+        """The transitions each reward completed."""
+        out: dict[str, list[str]] = {rid: [] for rid in reward_ids}
+        if reward_ids:
+            stmt = (
+                select(Transition.reward_id, Transition.id)
+                .where(
+                    Transition.namespace == namespace, Transition.reward_id.in_(list(reward_ids))
+                )
+                .order_by(Transition.created_at, Transition.id)
+            )
+            for rid, tid in await self.session.execute(stmt):
+                if rid is not None:
+                    out[rid].append(tid)
+        return out
+
+    async def boundary(
+        self,
+        namespace: str,
+        *,
+        filters: DatasetFilters,
+        after: tuple[datetime, str] | None,
+        limit: int,
+    ) -> tuple[tuple[datetime, str] | None, bool]:
+        """Key of the limit-th completed transition from `after`, and whether more follow."""
+        stmt = self._completed(namespace, filters, after).with_only_columns(
+            Transition.created_at, Transition.id
+        )
+        rows = (await self.session.execute(stmt.offset(limit - 1).limit(2))).all()
+        if not rows:
+            return None, False
+        return (rows[0][0], rows[0][1]), len(rows) > 1
+
+    def _completed(
+        self, namespace: str, filters: DatasetFilters, after: tuple[datetime, str] | None
+    ) -> Select[Any]:
+        stmt = select(Transition).where(
+            Transition.namespace == namespace, Transition.status == "completed"
+        )
+        if filters.since is not None:
+            stmt = stmt.where(Transition.created_at >= filters.since)
+        if filters.until is not None:
+            stmt = stmt.where(Transition.created_at < filters.until)
+        if filters.policy_id is not None:
+            stmt = stmt.where(Transition.policy_id == filters.policy_id)
+        if filters.task_type is not None:
+            stmt = stmt.where(Transition.task_type == filters.task_type)
+        if after is not None:
+            created_at, tid = after
+            stmt = stmt.where(
+                or_(
+                    Transition.created_at > created_at,
+                    and_(Transition.created_at == created_at, Transition.id > tid),
+                )
+            )
+        return stmt.order_by(Transition.created_at, Transition.id)
+
+    async def completed_chunk(
+        self,
+        namespace: str,
+        *,
+        filters: DatasetFilters,
+        after: tuple[datetime, str] | None,
+        until_key: tuple[datetime, str],
+        limit: int,
+    ) -> list[Transition]:
+        """Completed transitions after `after`, up to and including `until_key`."""
+        stmt = self._completed(namespace, filters, after).where(
+            or_(
+                Transition.created_at < until_key[0],
+                and_(Transition.created_at == until_key[0], Transition.id <= until_key[1]),
+            )
+        )
+        return list((await self.session.execute(stmt.limit(limit))).scalars())
+
+    async def states(self, namespace: str, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        if not ids:
+            return {}
+        stmt = select(Transition.id, Transition.state).where(
+            Transition.namespace == namespace, Transition.id.in_(list(ids))
+        )
+        return dict((await self.session.execute(stmt)).tuples().all())
+
+
+class RewardRepository:
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    async def insert(self, row: dict[str, Any]) -> None:
+        await self.session.execute(insert(REWARDS), [row])
+
+    async def get_many(self, namespace: str, ids: Sequence[str]) -> dict[str, Reward]:
+        if not ids:
+            return {}
+        stmt = select(Reward).where(Reward.namespace == namespace, Reward.id.in_(list(ids)))
+        return {r.id: r for r in (await self.session.execute(stmt)).scalars()}
+
+    async def page(
+        self,
+        namespace: str,
+        *,
+        recall_id: str | None,
+        task_id: str | None,
+        after: tuple[datetime, str] | None,
+        limit: int,
+    ) -> list[Reward]:
+        stmt = select(Reward).where(Reward.namespace == namespace)
+        if recall_id is not None:
+            stmt = stmt.where(Reward.recall_id == recall_id)
+        if task_id is not None:
+            stmt = stmt.where(Reward.task_id == task_id)
+        if after is not None:
+            created_at, rid = after
+            stmt = stmt.where(
+                or_(
+                    Reward.created_at < created_at,
+                    and_(Reward.created_at == created_at, Reward.id < rid),
+                )
+            )
+        stmt = stmt.order_by(Reward.created_at.desc(), Reward.id.desc()).limit(limit)
+        return list((await self.session.execute(stmt)).scalars())

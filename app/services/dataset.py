@@ -1,0 +1,244 @@
+"""The RL dataset: completed transitions (or one row per candidate), streamed as NDJSON
+or written as Parquet, with a metadata document describing every field."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from datetime import datetime
+from typing import Any
+
+import orjson
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from app.core.config import Recall as RecallSettings
+from app.learning.features import (
+    CANDIDATE_FEATURES,
+    REQUEST_FEATURES,
+    SCHEMA_VERSION,
+    STATUS_NAMES,
+    TYPE_NAMES,
+    action_vector,
+    observation_vector,
+)
+from app.learning.policy import MODES, POLICY_ID
+from app.learning.rewards import RECALL_SPEC
+from app.models import Transition
+from app.repositories.rl import DatasetFilters, TransitionRepository
+
+CHUNK = 500
+
+
+def metadata(settings: RecallSettings) -> dict[str, Any]:
+    slots = settings.max_candidates
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "tables": {
+            "transitions": "one row per completed recall",
+            "candidates": "one row per recall and candidate",
+        },
+        "fields": {
+            "observations": "state: request features and each candidate's named features",
+            "observation_vector": (
+                f"{len(REQUEST_FEATURES)} request features, then {slots} candidate slots "
+                f"of {len(CANDIDATE_FEATURES)} features each, zero-padded "
+                f"(length {len(REQUEST_FEATURES) + slots * len(CANDIDATE_FEATURES)})"
+            ),
+            "actions": "selected memory ids (in order) and each candidate's mode or suppression",
+            "action_vector": f"{slots} slots, 1 where that candidate was selected",
+            "pscore": "probability of the logged selection under the logging policy",
+            "inclusion_pscores": "per candidate, probability of being selected",
+            "rewards": "scalar reward (see reward_spec)",
+            "terminations": "true when no later recall of the same task follows",
+            "truncations": "always false",
+            "next_observation_vector": "observation_vector of the next recall of the task",
+        },
+        "request_features": REQUEST_FEATURES,
+        "candidate_features": CANDIDATE_FEATURES,
+        "candidate_slots": slots,
+        "type_index": TYPE_NAMES,
+        "status_index": STATUS_NAMES,
+        "sensitivity_level": ["low", "medium", "high", "restricted"],
+        "action_catalogue": [*MODES, "suppressed"],
+        "reward_spec": RECALL_SPEC,
+        "exploration": {
+            "policy_id": POLICY_ID,
+            "scheme": "epsilon_swap",
+            "epsilon": settings.epsilon,
+        },
+    }
+
+
+def transition_row(t: Transition, next_state: dict[str, Any] | None, slots: int) -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "transition_id": t.id,
+        "task_id": t.task_id,
+        "agent_id": t.agent_id,
+        "task_type": t.task_type,
+        "policy_id": t.policy_id,
+        "policy_version": t.policy_version,
+        "created_at": t.created_at,
+        "completed_at": t.completed_at,
+        "observations": t.state,
+        "observation_vector": observation_vector(t.state, slots),
+        "actions": {"selected": t.action["selected"], "modes": t.action["modes"]},
+        "action_vector": action_vector(t.state, t.action, slots),
+        "pscore": t.propensity,
+        "inclusion_pscores": t.action["inclusion"],
+        "explored": t.action["explored"],
+        "rewards": t.reward,
+        "terminations": t.next_id is None,
+        "truncations": False,
+        "next_transition_id": t.next_id,
+        "next_observation_vector": (
+            observation_vector(next_state, slots) if next_state is not None else None
+        ),
+    }
+
+
+def candidate_rows(t: Transition) -> Iterator[dict[str, Any]]:
+    selected = set(t.action["selected"])
+    for position, cand in enumerate(t.state["candidates"]):
+        mid = cand["memory_id"]
+        row: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "transition_id": t.id,
+            "task_id": t.task_id,
+            "task_type": t.task_type,
+            "policy_id": t.policy_id,
+            "created_at": t.created_at,
+            "position": position,
+            "memory_id": mid,
+        }
+        row.update({f"feature_{k}": v for k, v in cand["features"].items()})
+        row.update(
+            {
+                "logged_mode": t.action["modes"].get(mid, "suppressed"),
+                "selected": mid in selected,
+                "pscore": t.action["inclusion"].get(mid, 0.0),
+                "rewards": t.reward,
+                "explored": t.action["explored"],
+            }
+        )
+        yield row
+
+
+class DatasetExport:
+    def __init__(
+        self,
+        sessionmaker: async_sessionmaker[AsyncSession],
+        *,
+        namespace: str,
+        table: str,
+        filters: DatasetFilters,
+        after: tuple[datetime, str] | None,
+        until_key: tuple[datetime, str] | None,
+        slots: int,
+    ) -> None:
+        self.sessionmaker = sessionmaker
+        self.namespace = namespace
+        self.table = table
+        self.filters = filters
+        self.after = after
+        self.until_key = until_key
+        self.slots = slots
+
+    async def rows(self) -> AsyncIterator[dict[str, Any]]:
+        """Rows in (created_at, id) order, read in chunks in a session of their own."""
+        if self.until_key is None:
+            return
+        after = self.after
+        async with self.sessionmaker() as session:
+            repo = TransitionRepository(session)
+            while True:
+                chunk = await repo.completed_chunk(
+                    self.namespace,
+                    filters=self.filters,
+                    after=after,
+                    until_key=self.until_key,
+                    limit=CHUNK,
+                )
+                if not chunk:
+                    return
+                if self.table == "transitions":
+                    next_ids = [t.next_id for t in chunk if t.next_id]
+                    states = await repo.states(self.namespace, next_ids)
+                    for t in chunk:
+                        next_state = states.get(t.next_id) if t.next_id else None
+                        yield transition_row(t, next_state, self.slots)
+                else:
+                    for t in chunk:
+                        for row in candidate_rows(t):
+                            yield row
+                after = (chunk[-1].created_at, chunk[-1].id)
+                session.expunge_all()
+                if len(chunk) < CHUNK:
+                    return
+
+    async def ndjson(self) -> AsyncIterator[bytes]:
+        buffer: list[bytes] = []
+        async for row in self.rows():
+            buffer.append(orjson.dumps(row, option=orjson.OPT_UTC_Z))
+            if len(buffer) >= 200:
+                yield b"\n".join(buffer) + b"\n"
+                buffer = []
+        if buffer:
+            yield b"\n".join(buffer) + b"\n"
+
+    async def parquet(self) -> tempfile.SpooledTemporaryFile[bytes]:
+        """Written in row groups to a spooled temporary file (memory stays bounded)."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        out: tempfile.SpooledTemporaryFile[bytes] = tempfile.SpooledTemporaryFile(
+            max_size=32 * 2**20
+        )
+        schema = _schema(pa, self.table)
+        writer = pq.ParquetWriter(out, schema)
+        batch: list[dict[str, Any]] = []
+        async for row in self.rows():
+            batch.append(_flat(row))
+            if len(batch) >= 2000:
+                writer.write_table(pa.Table.from_pylist(batch, schema=schema))
+                batch = []
+        if batch:
+            writer.write_table(pa.Table.from_pylist(batch, schema=schema))
+        writer.close()
+        out.seek(0)
+        return out
+
+
+def _schema(pa: Any, table: str) -> Any:
+    text, f64, i64, flag = pa.string(), pa.float64(), pa.int64(), pa.bool_()
+    stamp = pa.timestamp("us", tz="UTC")
+    if table == "transitions":
+        fields = [
+            ("schema_version", text), ("transition_id", text), ("task_id", text),
+            ("agent_id", text), ("task_type", text), ("policy_id", text),
+            ("policy_version", i64), ("created_at", stamp), ("completed_at", stamp),
+            ("observations", text), ("observation_vector", pa.list_(f64)),
+            ("actions", text), ("action_vector", pa.list_(i64)), ("pscore", f64),
+            ("inclusion_pscores", text), ("explored", flag), ("rewards", f64),
+            ("terminations", flag), ("truncations", flag), ("next_transition_id", text),
+            ("next_observation_vector", pa.list_(f64)),
+        ]  # fmt: skip
+    else:
+        fields = [
+            ("schema_version", text), ("transition_id", text), ("task_id", text),
+            ("task_type", text), ("policy_id", text), ("created_at", stamp),
+            ("position", i64), ("memory_id", text),
+            *[(f"feature_{name}", f64) for name in CANDIDATE_FEATURES],
+            ("logged_mode", text), ("selected", flag), ("pscore", f64), ("rewards", f64),
+            ("explored", flag),
+        ]  # fmt: skip
+    return pa.schema(fields)
+
+
+def _flat(row: dict[str, Any]) -> dict[str, Any]:
+    """Nested documents as JSON text, so every row group has the same Parquet schema."""
+    out = dict(row)
+    for key in ("observations", "actions", "inclusion_pscores"):
+        if key in out:
+            out[key] = orjson.dumps(out[key]).decode()
+    return out

@@ -1,0 +1,191 @@
+"""Recall: choose what an agent should remember now, and log the decision as a transition."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.core.config import Recall as RecallSettings
+from app.learning.features import (
+    candidate_features,
+    expected_utility,
+    scope_compatible,
+)
+from app.learning.policy import POLICY_ID, POLICY_VERSION, Candidate, decide
+from app.learning.ranking import query_terms
+from app.models import Memory
+from app.repositories.memories import MemoryFilters, MemoryRepository, MemoryUsageRepository
+from app.repositories.rl import TransitionRepository
+from app.schemas.recall import (
+    PolicyRef,
+    RecalledMemory,
+    RecallRequest,
+    RecallResponse,
+    SuppressedMemory,
+)
+from app.services.ids import uuid7
+from app.services.memories import to_read
+
+_REASONS = {
+    "constraint": "constraint: a rule to respect (type or sensitivity, criticality >= 0.7)",
+    "context": "context: relevant to the task",
+    "background": "background: past episode or reflection of lower criticality",
+    "reverify_before_use": "quarantined: re-verify before relying on it",
+}
+
+
+class RecallService:
+    def __init__(
+        self, session: AsyncSession, *, settings: RecallSettings, rng: random.Random
+    ) -> None:
+        self.memories = MemoryRepository(session)
+        self.usage = MemoryUsageRepository(session)
+        self.transitions = TransitionRepository(session)
+        self.settings = settings
+        self.rng = rng
+
+    async def _candidates(
+        self, namespace: str, req: RecallRequest, now: datetime
+    ) -> list[tuple[Memory, float, int]]:
+        """(memory, retrieval score, rank): text matches of any status, then constraints."""
+        types = [t.value for t in req.types] if req.types else None
+        found: dict[str, tuple[Memory, float, int]] = {}
+        terms = query_terms(req.task)
+        if terms:
+            hits = await self.memories.search(
+                namespace,
+                terms,
+                MemoryFilters(types=types),
+                now=now,
+                limit=self.settings.max_candidates,
+            )
+            for rank, (memory, parts) in enumerate(hits, start=1):
+                found[memory.id] = (memory, parts["text"], rank)
+        if types is None or "constraint" in types:
+            limit = self.settings.max_constraints
+            for memory in await self.usage.top_constraints(namespace, now=now, limit=limit):
+                found.setdefault(memory.id, (memory, 0.0, 0))
+        return [c for c in found.values() if scope_compatible(c[0].scope, req.scope)]
+
+    async def recall(self, namespace: str, req: RecallRequest) -> RecallResponse:
+        """Select memories under the token budget; the decision is logged as a transition."""
+        now = datetime.now(UTC)
+        found = await self._candidates(namespace, req, now)
+        by_id = {m.id: (m, score, rank) for m, score, rank in found}
+        statuses = {m.id: to_read(m, now=now).status.value for m, _, _ in found}
+        candidates = [
+            Candidate(
+                memory_id=m.id,
+                type=m.type,
+                status=statuses[m.id],
+                sensitivity=m.sensitivity,
+                criticality=m.criticality,
+                confidence=m.confidence,
+                retrieval_score=score,
+                expected_utility=expected_utility(m.reward_count, m.reward_sum),
+                token_cost=m.token_estimate,
+            )
+            for m, score, _ in found
+        ]
+        decision = decide(
+            candidates,
+            token_budget=req.token_budget,
+            k=req.k,
+            max_sensitivity=req.max_sensitivity.value,
+            epsilon=self.settings.epsilon,
+            rng=self.rng,
+        )
+        recall_id = uuid7()
+        state = {
+            "request": {
+                "token_budget": req.token_budget,
+                "k": req.k,
+                "n_candidates": len(candidates),
+                "tokens_available": sum(by_id[cid][0].token_estimate for cid in decision.eligible),
+                "n_scope_keys": len([k for k in req.scope if k != "level"]),
+                "task_type": req.task_type,
+            },
+            "candidates": [
+                {
+                    "memory_id": m.id,
+                    "features": candidate_features(
+                        m,
+                        status=statuses[m.id],
+                        score=score,
+                        rank=rank,
+                        request_scope=req.scope,
+                        now=now,
+                    ),
+                }
+                for m, score, rank in found
+            ],
+        }
+        action: dict[str, Any] = {
+            "selected": decision.order,
+            "modes": {
+                c.memory_id: decision.modes.get(c.memory_id, "suppressed") for c in candidates
+            },
+            "suppressed": decision.suppressed,
+            "inclusion": decision.inclusion,
+            "explored": decision.explored,
+        }
+        await self.transitions.insert(
+            {
+                "namespace": namespace,
+                "id": recall_id,
+                "task_id": req.task_id,
+                "agent_id": req.agent_id,
+                "task_type": req.task_type,
+                "policy_id": POLICY_ID,
+                "policy_version": POLICY_VERSION,
+                "state": state,
+                "action": action,
+                "propensity": decision.propensity,
+                "status": "pending",
+                "reward": None,
+                "reward_id": None,
+                "next_id": None,
+                "created_at": now,
+                "completed_at": None,
+            }
+        )
+        if req.task_id is not None:
+            await self.transitions.link_previous(namespace, req.task_id, recall_id)
+        await self.usage.mark_used(namespace, decision.order, now=now)
+
+        selected = []
+        for cid in decision.order:
+            memory, score, _ = by_id[cid]
+            mode = decision.modes[cid]
+            reason = _REASONS[mode]
+            if decision.explored and cid == decision.order[-1]:
+                reason += " (explored)"
+            selected.append(
+                RecalledMemory(
+                    memory_id=cid,
+                    type=memory.type,
+                    content=memory.content,
+                    scope=memory.scope,
+                    mode=mode,
+                    score=round(score, 6),
+                    reason=reason,
+                    probability=decision.inclusion[cid],
+                    token_estimate=memory.token_estimate,
+                )
+            )
+        suppressed = [
+            SuppressedMemory(memory_id=cid, reason=reason, probability=decision.inclusion[cid])
+            for cid, reason in decision.suppressed.items()
+        ]
+        return RecallResponse(
+            recall_id=recall_id,
+            policy=PolicyRef(id=POLICY_ID, version=POLICY_VERSION),
+            token_budget=req.token_budget,
+            tokens_used=sum(by_id[cid][0].token_estimate for cid in decision.order),
+            selected=selected,
+            suppressed=suppressed,
+            propensity=decision.propensity,
+        )

@@ -1,0 +1,155 @@
+"""Rewards for recalls: scored by the versioned spec, completing each transition once."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.core.errors import Conflict, NotFound
+from app.learning.rewards import RECALL_SPEC_VERSION, recall_reward
+from app.models import Reward, Transition
+from app.repositories.memories import MemoryUsageRepository
+from app.repositories.rl import RewardRepository, TransitionRepository
+from app.schemas.recall import RewardCreate, RewardPage, RewardRead
+from app.services.episodes import decode_cursor, encode_cursor
+from app.services.ids import uuid7
+
+
+class _LostRace(Exception):
+    pass
+
+
+def _fingerprint(data: RewardCreate) -> str:
+    body = data.model_dump(mode="json", exclude_none=True)
+    return hashlib.sha256(orjson.dumps(body, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def _read(reward: Reward, completed: list[str]) -> RewardRead:
+    return RewardRead(
+        id=reward.id,
+        recall_id=reward.recall_id,
+        task_id=reward.task_id,
+        value=reward.value,
+        signals=reward.signals,
+        scalar=reward.scalar,
+        components=reward.components,
+        spec_version=reward.spec_version,
+        completed_recalls=completed,
+        created_at=reward.created_at,
+    )
+
+
+class RewardService:
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+        self.transitions = TransitionRepository(session)
+        self.rewards = RewardRepository(session)
+        self.usage = MemoryUsageRepository(session)
+
+    async def _targets(self, namespace: str, data: RewardCreate) -> list[Transition]:
+        if data.recall_id is not None:
+            transition = await self.transitions.get(namespace, data.recall_id)
+            if transition is None:
+                raise NotFound(f"recall {data.recall_id!r} not found", field="recall_id")
+            if data.task_id is not None and transition.task_id != data.task_id:
+                raise Conflict("the recall belongs to another task", field="task_id")
+            return [transition]
+        assert data.task_id is not None
+        found = await self.transitions.for_task(namespace, data.task_id)
+        if not found:
+            raise NotFound(f"no recall for task {data.task_id!r}", field="task_id")
+        return found
+
+    async def _replay_or_conflict(
+        self, namespace: str, done: list[Transition], fingerprint: str
+    ) -> RewardRead:
+        rewards = await self.rewards.get_many(namespace, [t.reward_id for t in done if t.reward_id])
+        for reward in rewards.values():
+            if reward.request_hash != fingerprint:
+                raise Conflict(
+                    "a different reward already completed this recall",
+                    reward_id=reward.id,
+                    field="recall_id",
+                )
+        first = rewards[done[0].reward_id or ""]
+        return _read(first, [t.id for t in done if t.reward_id == first.id])
+
+    async def create(self, namespace: str, data: RewardCreate) -> tuple[RewardRead, bool]:
+        """(reward, created). The same reward again is a replay; a different one a conflict."""
+        fingerprint = _fingerprint(data)
+        targets = await self._targets(namespace, data)
+        done = [t for t in targets if t.status == "completed"]
+        pending = [t for t in targets if t.status == "pending"]
+        if done:
+            replay = await self._replay_or_conflict(namespace, done, fingerprint)
+            if not pending:
+                return replay, False
+        signals = data.signals.model_dump(exclude_none=True) if data.signals else {}
+        scalar, components = recall_reward(value=data.value, signals=signals)
+        now = datetime.now(UTC)
+        reward_id = uuid7()
+        row: dict[str, Any] = {
+            "namespace": namespace,
+            "id": reward_id,
+            "recall_id": data.recall_id,
+            "task_id": data.task_id,
+            "episode_id": None,
+            "value": data.value,
+            "signals": signals,
+            "scalar": scalar,
+            "components": components,
+            "spec_version": RECALL_SPEC_VERSION,
+            "request_hash": fingerprint,
+            "created_at": now,
+        }
+        ids = [t.id for t in pending]
+        try:
+            async with self.session.begin_nested():
+                await self.rewards.insert(row)
+                completed = await self.transitions.complete(
+                    namespace, ids, reward_id=reward_id, reward=scalar, now=now
+                )
+                if completed != len(ids):
+                    raise _LostRace
+        except _LostRace:
+            # A concurrent reward completed some of them first: ours is rolled back to the
+            # savepoint, and the answer is the one a second, later request gets.
+            fresh = await self._reload(namespace, ids)
+            return await self._replay_or_conflict(namespace, fresh, fingerprint), False
+        for transition in pending:
+            await self.usage.credit(namespace, transition.action["selected"], scalar)
+        reward = Reward(**row)
+        return _read(reward, ids), True
+
+    async def _reload(self, namespace: str, ids: list[str]) -> list[Transition]:
+        reloaded = []
+        for tid in ids:
+            transition = await self.transitions.get(namespace, tid)
+            if transition is not None:
+                await self.session.refresh(transition)
+                reloaded.append(transition)
+        return [t for t in reloaded if t.status == "completed"]
+
+    async def list(
+        self,
+        namespace: str,
+        *,
+        recall_id: str | None,
+        task_id: str | None,
+        cursor: str | None,
+        limit: int,
+    ) -> RewardPage:
+        after = decode_cursor(cursor) if cursor else None
+        rows = await self.rewards.page(
+            namespace, recall_id=recall_id, task_id=task_id, after=after, limit=limit + 1
+        )
+        more = len(rows) > limit
+        rows = rows[:limit]
+        completed = await self.transitions.ids_by_reward(namespace, [r.id for r in rows])
+        items = [_read(r, completed[r.id]) for r in rows]
+        next_cursor = encode_cursor(rows[-1].created_at, rows[-1].id) if more else None
+        return RewardPage(items=items, next_cursor=next_cursor)

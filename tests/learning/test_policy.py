@@ -1,0 +1,124 @@
+"""baseline_v0: hard rules, greedy fill, and exploration whose logged probabilities are exact."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+
+from app.learning.policy import Candidate, decide, rule_mode
+
+
+def cand(mid: str, **kw: object) -> Candidate:
+    base: dict[str, object] = {
+        "memory_id": mid,
+        "type": "fact",
+        "status": "active",
+        "sensitivity": "low",
+        "criticality": 0.5,
+        "confidence": 0.8,
+        "retrieval_score": 0.5,
+        "expected_utility": 0.5,
+        "token_cost": 10,
+    }
+    return Candidate(**(base | kw))  # type: ignore[arg-type]
+
+
+def test_modes() -> None:
+    assert rule_mode(cand("a", type="constraint", criticality=0.9)) == "constraint"
+    assert rule_mode(cand("a", type="constraint", criticality=0.5)) == "context"
+    assert rule_mode(cand("a", sensitivity="high", criticality=0.7)) == "constraint"
+    assert rule_mode(cand("a", type="episode", criticality=0.3)) == "background"
+    assert rule_mode(cand("a", type="reflection", criticality=0.8)) == "context"
+    assert rule_mode(cand("a", status="quarantined", type="constraint", criticality=1)) == (
+        "reverify_before_use"
+    )
+
+
+def test_hard_rules_and_greedy_fill() -> None:
+    cands = [
+        cand("deleted", status="deleted", criticality=1.0),
+        cand("expired", status="expired"),
+        cand("old", status="superseded"),
+        cand("secret", sensitivity="restricted", criticality=0.9),
+        cand("rule", type="constraint", criticality=0.8, retrieval_score=0.0, token_cost=30),
+        cand("hi", criticality=0.9, token_cost=30),
+        cand("mid", criticality=0.6, token_cost=30),
+        cand("lo", criticality=0.1, token_cost=30),
+    ]
+    d = decide(
+        cands, token_budget=90, k=10, max_sensitivity="high", epsilon=0.0, rng=random.Random(0)
+    )
+    assert d.order == ["rule", "hi", "mid"]
+    assert d.modes["rule"] == "constraint"
+    assert d.suppressed["deleted"] == "deleted"
+    assert d.suppressed["expired"] == "expired"
+    assert d.suppressed["old"].startswith("superseded")
+    assert "restricted" in d.suppressed["secret"]
+    assert d.suppressed["lo"] == "over the token budget"
+    assert d.propensity == 1.0
+    allowed = decide(
+        cands,
+        token_budget=90,
+        k=10,
+        max_sensitivity="restricted",
+        epsilon=0.0,
+        rng=random.Random(0),
+    )
+    assert "secret" in allowed.order
+    over_k = decide(
+        cands, token_budget=1000, k=2, max_sensitivity="high", epsilon=0.0, rng=random.Random(0)
+    )
+    assert over_k.order == ["rule", "hi"]
+    assert over_k.suppressed["mid"] == "over k"
+
+
+def test_exploration_never_touches_constraints_or_hard_rules() -> None:
+    cands = [
+        cand("rule", type="constraint", criticality=0.9),
+        cand("gone", status="deleted"),
+        *[cand(f"c{i}", criticality=i / 10) for i in range(6)],
+    ]
+    rng = random.Random(1)
+    for _ in range(500):
+        d = decide(cands, token_budget=30, k=3, max_sensitivity="high", epsilon=0.5, rng=rng)
+        assert "rule" in d.order
+        assert "gone" not in d.order
+        assert len(d.order) == 3
+
+
+@pytest.mark.parametrize("epsilon", [0.1, 0.4])
+def test_inclusion_frequencies_match_logged_probabilities(epsilon: float) -> None:
+    cands = [
+        cand("rule", type="constraint", criticality=0.9, token_cost=20),
+        cand("a", criticality=0.9, token_cost=30),
+        cand("b", criticality=0.8, token_cost=10),
+        cand("c", criticality=0.7, token_cost=40),
+        cand("d", criticality=0.6, token_cost=15),
+        cand("e", criticality=0.5, token_cost=60),
+    ]
+    rng = random.Random(42)
+    runs = 20_000
+    counts: Counter[str] = Counter()
+    selections: Counter[tuple[str, ...]] = Counter()
+    logged: dict[tuple[str, ...], float] = {}
+    first = None
+    for _ in range(runs):
+        d = decide(cands, token_budget=75, k=4, max_sensitivity="high", epsilon=epsilon, rng=rng)
+        first = first or d
+        assert d.inclusion == first.inclusion  # the probabilities do not depend on the draw
+        counts.update(d.order)
+        key = tuple(sorted(d.order))
+        selections[key] += 1
+        logged[key] = d.propensity
+    for mid, p in first.inclusion.items():
+        assert abs(counts[mid] / runs - p) < 0.015, (mid, counts[mid] / runs, p)
+    assert (
+        abs(sum(logged.values()) - 1.0) < 1e-9
+    )  # every reachable selection, probabilities sum to 1
+    for key, n in selections.items():
+        assert abs(n / runs - logged[key]) < 0.015, (key, n / runs, logged[key])
+    assert first.inclusion["rule"] == 1.0
+    # Exploration reaches past the greedy choice, and only with the logged probabilities.
+    assert sum(1 for p in first.inclusion.values() if 0 < p < 1) >= 3
