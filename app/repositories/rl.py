@@ -133,9 +133,12 @@ class TransitionRepository:
             Transition.created_at, Transition.id
         )
         rows = (await self.session.execute(stmt.offset(limit - 1).limit(2))).all()
-        if not rows:
-            return None, False
-        return (rows[0][0], rows[0][1]), len(rows) > 1
+        if rows:
+            return (rows[0][0], rows[0][1]), len(rows) > 1
+        # Fewer than `limit` rows remain: the boundary is the last of them.
+        newest = stmt.order_by(None).order_by(Transition.created_at.desc(), Transition.id.desc())
+        row = (await self.session.execute(newest.limit(1))).first()
+        return ((row[0], row[1]) if row else None), False
 
     def _completed(
         self, namespace: str, filters: DatasetFilters, after: tuple[datetime, str] | None
@@ -185,7 +188,8 @@ class TransitionRepository:
         stmt = select(Transition.id, Transition.state).where(
             Transition.namespace == namespace, Transition.id.in_(list(ids))
         )
-        return dict((await self.session.execute(stmt)).tuples().all())
+        rows = (await self.session.execute(stmt)).all()
+        return {row[0]: row[1] for row in rows}
 
 
 class RewardRepository:

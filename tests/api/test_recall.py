@@ -21,10 +21,8 @@ async def memory(client: httpx.AsyncClient, content: str, **fields: Any) -> str:
 
 
 async def test_recall_applies_the_rules(client: httpx.AsyncClient) -> None:
-    rule = await memory(
-        client, "Never run database migrations on production during business hours.",
-        type="constraint", criticality=0.9,
-    )  # fmt: skip
+    text = "Never run database migrations on production during business hours."
+    rule = await memory(client, text, type="constraint", criticality=0.9)
     fact = await memory(
         client, "Database migrations run with alembic upgrade head.", criticality=0.6
     )
