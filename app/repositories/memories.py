@@ -10,7 +10,6 @@ from typing import Any, cast
 from sqlalchemy import (
     ColumnElement,
     Float,
-    FromClause,
     Table,
     and_,
     case,
@@ -32,7 +31,9 @@ from app.learning.ranking import STALE_AFTER_DAYS, WEIGHTS
 from app.models import Memory
 
 MEMORIES = cast(Table, Memory.__table__)
-FTS = table("memories_fts", column("namespace"), column("memory_id"))
+FTS = table("memories_fts", column("memory_id"))
+# Text matches kept, by relevance alone, before the blended score is computed.
+PREFILTER = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,58 +112,73 @@ class MemoryRepository:
         now: datetime,
         limit: int,
     ) -> list[tuple[Memory, dict[str, float]]]:
-        """Ranked full-text matches; ranking, filters and limit all run in the database."""
+        """Ranked full-text matches; ranking, filters and limit all run in the database.
+
+        The engine first keeps the best PREFILTER matches by text relevance alone (in C,
+        restricted to the namespace); the blended score is computed only for those.
+        """
+        prefilter = max(PREFILTER, 4 * limit)
         dialect = self.session.get_bind().dialect.name
-        raw: ColumnElement[Any]
-        source: FromClause
-        matched: ColumnElement[bool]
         age_days: ColumnElement[Any]
+        last = func.coalesce(Memory.last_used_at, Memory.updated_at)
         if dialect == "sqlite":
-            match = " OR ".join(f'"{t}"' for t in terms)
-            raw = -func.bm25(literal_column("memories_fts"))
-            source = FTS.join(
-                MEMORIES,
-                and_(MEMORIES.c.namespace == FTS.c.namespace, MEMORIES.c.id == FTS.c.memory_id),
+            token = "n" + namespace.encode().hex().upper() + "x"
+            words = " OR ".join(f'"{t}"' for t in terms)
+            bm25 = func.bm25(literal_column("memories_fts"), 1.0, 0.0)
+            matched = (
+                select(FTS.c.memory_id.label("memory_id"), (-bm25).label("relevance"))
+                .select_from(FTS)
+                .where(
+                    literal_column("memories_fts").op("MATCH")(
+                        f'ns:"{token}" AND content:({words})'
+                    )
+                )
+                .order_by(bm25)
+                .limit(prefilter)
+                .subquery("matched")
             )
-            matched = literal_column("memories_fts").op("MATCH")(match)
             fmt = "%Y-%m-%d %H:%M:%S.%f"
-            last = func.coalesce(Memory.last_used_at, Memory.updated_at)
             age_days = func.julianday(now.strftime(fmt)) - func.julianday(last)
             clip = _clip_sqlite
         else:
             tsquery = func.to_tsquery(literal_column("'english'::regconfig"), " | ".join(terms))
             vector: ColumnElement[Any] = literal_column("memories.search_vector")
-            raw = func.ts_rank_cd(vector, tsquery)
-            source = MEMORIES
-            matched = vector.op("@@")(tsquery)
-            last = func.coalesce(Memory.last_used_at, Memory.updated_at)
+            rank = func.ts_rank_cd(vector, tsquery)
+            matched = (
+                select(MEMORIES.c.id.label("memory_id"), rank.label("relevance"))
+                .where(MEMORIES.c.namespace == namespace, vector.op("@@")(tsquery))
+                .order_by(rank.desc())
+                .limit(prefilter)
+                .subquery("matched")
+            )
             age_days = func.extract("epoch", func.now() - last) / 86400.0
             clip = _clip_postgres
-        relevance = sql_cast(raw, Float)
-        text_part = relevance / (1.0 + relevance)
+        relevance = sql_cast(matched.c.relevance, Float)
+        # Relative to the best match of this query: 1 for the best, toward 0 for weak ones.
+        text_part = clip(relevance / func.nullif(func.max(relevance).over(), 0.0))
         mean = case((Memory.reward_count > 0, Memory.reward_sum / Memory.reward_count), else_=0.0)
         value = case((Memory.reward_count > 0, clip((mean + 1.0) / 2.0)), else_=0.5)
         staleness = clip(age_days / STALE_AFTER_DAYS)
         score = (
-            text_part * WEIGHTS.text
+            func.coalesce(text_part, 0.0) * WEIGHTS.text
             + Memory.criticality * WEIGHTS.criticality
             + Memory.confidence * WEIGHTS.confidence
             + value * WEIGHTS.value
             - staleness * WEIGHTS.staleness
         )
-        stmt = (
+        inner = (
             select(
                 Memory,
-                text_part.label("text"),
+                func.coalesce(text_part, 0.0).label("text"),
                 value.label("value"),
                 staleness.label("staleness"),
                 score.label("score"),
             )
-            .select_from(source)
-            .where(matched, *_filters(namespace, filters, now))
-            .order_by(literal_column("score").desc(), Memory.id)
-            .limit(limit)
+            .select_from(matched)
+            .join(Memory, and_(Memory.namespace == namespace, Memory.id == matched.c.memory_id))
+            .where(*_filters(namespace, filters, now))
         )
+        stmt = inner.order_by(literal_column("score").desc(), Memory.id).limit(limit)
         rows = await self.session.execute(stmt)
         return [
             (

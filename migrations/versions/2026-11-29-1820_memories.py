@@ -52,28 +52,31 @@ def upgrade() -> None:
         batch_op.create_index("ix_memories_ns_status", ["namespace", "status"])
 
     if op.get_bind().dialect.name == "sqlite":
-        # The index keeps its own copy of the text, keyed by (namespace, memory_id):
-        # an external-content table would key on rowid, which VACUUM may renumber
-        # for a table whose primary key is not an INTEGER PRIMARY KEY.
+        # The index keeps its own copy of the text, keyed by memory_id and a namespace
+        # token: an external-content table would key on rowid, which VACUUM may renumber
+        # for a table whose primary key is not an INTEGER PRIMARY KEY. The namespace is
+        # indexed as one token ('n' + hex + 'x', which no stemmer alters) so that a query
+        # restricts to its namespace inside the full-text engine.
+        ns_token = "'n' || hex({row}.namespace) || 'x'"
         op.execute(
             "CREATE VIRTUAL TABLE memories_fts USING fts5("
-            "content, namespace UNINDEXED, memory_id UNINDEXED, "
+            "content, ns, memory_id UNINDEXED, "
             "tokenize='porter unicode61 remove_diacritics 2')"
         )
         op.execute(
             "CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN "
-            "INSERT INTO memories_fts(content, namespace, memory_id) "
-            "VALUES (new.content, new.namespace, new.id); END"
+            "INSERT INTO memories_fts(content, ns, memory_id) "
+            f"VALUES (new.content, {ns_token.format(row='new')}, new.id); END"
         )
         op.execute(
             "CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN "
-            "DELETE FROM memories_fts WHERE namespace = old.namespace AND memory_id = old.id; "
-            "END"
+            "DELETE FROM memories_fts WHERE memory_id = old.id "
+            f"AND ns = {ns_token.format(row='old')}; END"
         )
         op.execute(
             "CREATE TRIGGER memories_fts_update AFTER UPDATE OF content ON memories BEGIN "
             "UPDATE memories_fts SET content = new.content "
-            "WHERE namespace = old.namespace AND memory_id = old.id; END"
+            f"WHERE memory_id = old.id AND ns = {ns_token.format(row='old')}; END"
         )
     else:
         op.execute(

@@ -1,0 +1,267 @@
+"""Recall and memory benchmarks on natural text (docstring prose, see bench/corpus.py).
+
+In one run, against the real server (uvicorn, one worker, SQLite + LevelDB):
+- memory writes (POST /v1/memories, 32 clients) against GET /health;
+- recall latency (one client) with 10,000 and with 100,000 memories;
+- retrieval quality on a labelled set: recall@5 and recall@10 of /v1/memories/search
+  against plain word overlap over the same memories;
+- dataset export: completed transitions per second streamed as NDJSON, and the
+  server's memory before and after.
+
+    python -m bench.recall [--sizes 10000,100000] [--queries 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import re
+import statistics
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from app.core.config import Settings  # noqa: E402
+from app.db.engine import create_engine, create_sessionmaker  # noqa: E402
+from app.db.migrate import migrate  # noqa: E402
+from app.learning.ranking import query_terms  # noqa: E402
+from app.repositories.memories import MEMORIES  # noqa: E402
+from app.repositories.rl import TRANSITIONS  # noqa: E402
+from app.services.ids import uuid7  # noqa: E402
+from app.services.memories import token_estimate  # noqa: E402
+from bench.corpus import sentences  # noqa: E402
+from bench.loadgen import build_request, run  # noqa: E402
+from tests.server import EngramServer  # noqa: E402
+
+TYPES = ["fact", "procedure", "preference", "constraint", "tool_memory", "reflection"]
+
+
+def memories_text(n: int) -> list[str]:
+    """n distinct memories: single sentences, then pairs and triples of neighbours."""
+    base = sentences(60_000)
+    out: list[str] = list(base)
+    width = 2
+    while len(out) < n and width <= 4:
+        out += [" ".join(base[i : i + width]) for i in range(0, len(base) - width)]
+        width += 1
+    return out[:n]
+
+
+def row(i: int, content: str, now: datetime) -> dict[str, Any]:
+    return {
+        "namespace": "default",
+        "id": f"m{i:07d}",
+        "type": TYPES[i % len(TYPES)],
+        "scope": {"level": "global"},
+        "content": content,
+        "status": "active",
+        "confidence": 0.5 + (i % 5) / 10,
+        "sensitivity": "low",
+        "criticality": (i % 10) / 10,
+        "valid_from": None,
+        "valid_until": None,
+        "source_refs": [],
+        "metadata": {},
+        "version": 1,
+        "previous_id": None,
+        "superseded_by": None,
+        "token_estimate": token_estimate(content),
+        "use_count": 0,
+        "last_used_at": None,
+        "reward_count": 0,
+        "reward_sum": 0.0,
+        "created_at": now - timedelta(seconds=i),
+        "updated_at": now - timedelta(seconds=i),
+    }
+
+
+async def bulk_load(url: str, texts: list[str], start: int) -> None:
+    """Rows through the same table (and full-text triggers) the service writes."""
+    engine = create_engine(Settings(database_url=url))
+    await migrate(engine)
+    now = datetime.now(UTC)
+    async with create_sessionmaker(engine, write=True)() as session:
+        for lo in range(0, len(texts), 5000):
+            rows = [row(start + lo + j, t, now) for j, t in enumerate(texts[lo : lo + 5000])]
+            await session.execute(MEMORIES.insert(), rows)
+        await session.commit()
+    await engine.dispose()
+
+
+def pct(values: list[float], p: float) -> float:
+    data = sorted(values)
+    return data[min(len(data) - 1, int(p / 100 * len(data)))]
+
+
+async def recall_latency(url: str, tasks: list[str]) -> list[float]:
+    times = []
+    async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+        for task in tasks[:20]:  # warm-up
+            await client.post("/v1/recall", json={"task": task, "token_budget": 400, "k": 8})
+        for task in tasks:
+            t0 = time.perf_counter()
+            r = await client.post("/v1/recall", json={"task": task, "token_budget": 400, "k": 8})
+            times.append((time.perf_counter() - t0) * 1000)
+            assert r.status_code == 200, r.text
+    return times
+
+
+def words(text: str) -> set[str]:
+    return set(query_terms(text))
+
+
+async def quality(url: str, texts: list[str], n: int) -> dict[str, float]:
+    """Queries: 4 words drawn from one memory. Relevant: every memory holding all 4 words
+    (a sentence also appears inside its neighbours' pairs and triples). recall@k =
+    |top k ∩ relevant| / min(k, |relevant|). Word overlap ranks all memories by the number
+    of query words they hold (ties by id)."""
+    rng = random.Random(5)
+    index = [(f"m{i:07d}", words(t)) for i, t in enumerate(texts)]
+    picks = [i for i in rng.sample(range(len(texts)), n * 3) if len(words(texts[i])) >= 6][:n]
+    score = {"engram@5": 0.0, "engram@10": 0.0, "overlap@5": 0.0, "overlap@10": 0.0}
+    async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+        for i in picks:
+            qwords = rng.sample(sorted(words(texts[i])), 4)
+            q = set(qwords)
+            relevant = {mid for mid, ws in index if q <= ws}
+            r = await client.post(
+                "/v1/memories/search", json={"query": " ".join(qwords), "limit": 10}
+            )
+            got = [h["memory"]["id"] for h in r.json()["hits"]]
+            ranked = [mid for mid, _ in sorted(index, key=lambda item: -len(q & item[1]))[:10]]
+            for k in (5, 10):
+                denom = min(k, len(relevant))
+                score[f"engram@{k}"] += len(set(got[:k]) & relevant) / denom
+                score[f"overlap@{k}"] += len(set(ranked[:k]) & relevant) / denom
+    return {key: value / len(picks) for key, value in score.items()}
+
+
+async def memory_writes(server: EngramServer, texts: list[str], seconds: float) -> tuple[Any, Any]:
+    health = build_request("GET", "/health")
+    bodies = [
+        build_request("POST", "/v1/memories", orjson.dumps({"type": "fact", "content": t}))
+        for t in texts
+    ]
+    h = await run(server.port, lambda i: health, connections=32, seconds=seconds)
+    w = await run(server.port, lambda i: bodies[i % len(bodies)], connections=32, seconds=seconds)
+    return h, w
+
+
+async def export_rate(server: EngramServer, url: str, n: int) -> tuple[float, int, int, int]:
+    """Copies of one real completed transition, then the NDJSON export timed."""
+    async with httpx.AsyncClient(base_url=server.url, timeout=60) as client:
+        rid = (
+            await client.post(
+                "/v1/recall", json={"task": "database connection pool", "token_budget": 400}
+            )
+        ).json()["recall_id"]
+        await client.post("/v1/rewards", json={"recall_id": rid, "value": 1})
+        model = (await client.get("/v1/rl/transitions", params={"status": "completed"})).json()[
+            "items"
+        ][0]
+    engine = create_engine(Settings(database_url=url))
+    now = datetime.now(UTC)
+    async with create_sessionmaker(engine, write=True)() as session:
+        for lo in range(0, n, 2000):
+            rows = [
+                {
+                    "namespace": "default",
+                    "id": uuid7(),
+                    "task_id": f"t{(lo + j) // 4}",
+                    "agent_id": None,
+                    "task_type": "bench",
+                    "policy_id": "baseline_v0",
+                    "policy_version": 1,
+                    "state": model["state"],
+                    "action": model["action"],
+                    "propensity": model["propensity"],
+                    "status": "completed",
+                    "reward": 1.0,
+                    "reward_id": None,
+                    "next_id": None,
+                    "created_at": now + timedelta(microseconds=lo + j),
+                    "completed_at": now,
+                }  # fmt: skip
+                for j in range(min(2000, n - lo))
+            ]
+            await session.execute(TRANSITIONS.insert(), rows)
+        await session.commit()
+    await engine.dispose()
+    rss_before = server.rss_bytes()
+    peak = rss_before
+    count = 0
+    t0 = time.perf_counter()
+    async with httpx.AsyncClient(base_url=server.url, timeout=300) as client:
+        async with client.stream(
+            "GET", "/v1/rl/dataset", params={"limit": 100_000, "task_type": "bench"}
+        ) as r:
+            async for line in r.aiter_lines():
+                if line:
+                    count += 1
+                    if count % 2000 == 0:
+                        peak = max(peak, server.rss_bytes())
+    elapsed = time.perf_counter() - t0
+    return count / elapsed, count, rss_before, peak
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--labelled", type=int, default=200)
+    parser.add_argument("--transitions", type=int, default=30_000)
+    parser.add_argument("--seconds", type=float, default=8.0)
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    t0 = time.perf_counter()
+    texts = memories_text(max(sizes))
+    print(
+        f"corpus: {len(texts)} memories of docstring prose, {statistics.mean(len(t) for t in texts):.0f} characters on average ({time.perf_counter() - t0:.0f} s to build)"
+    )
+    rng = random.Random(1)
+    tasks = [" ".join(t.split()[:10]) for t in rng.sample(texts, args.queries)]
+    results: dict[int, list[float]] = {}
+    with tempfile.TemporaryDirectory(prefix="engram-bench-") as tmp:
+        url = f"sqlite+aiosqlite:///{tmp}/engram.db"
+        loaded = 0
+        for size in sizes:
+            await bulk_load(url, texts[loaded:size], loaded)
+            loaded = size
+            server = EngramServer(Path(tmp), database_url=url, ENGRAM_LOG_REQUESTS="false").start()
+            try:
+                results[size] = await recall_latency(server.url, tasks)
+                lat = results[size]
+                print(
+                    f"recall, {size:>7} memories: p50 {pct(lat, 50):6.1f} ms  p95 {pct(lat, 95):6.1f} ms  p99 {pct(lat, 99):6.1f} ms  ({len(lat)} recalls, one client)"
+                )
+                if size == sizes[-1]:
+                    q = await quality(server.url, texts[:size], args.labelled)
+                    print(f"retrieval quality ({args.labelled} labelled queries, 4 words of one memory): "
+                          f"recall@5 {q['engram@5']:.2f} / recall@10 {q['engram@10']:.2f}; "
+                          f"word overlap: recall@5 {q['overlap@5']:.2f} / recall@10 {q['overlap@10']:.2f}")  # fmt: skip
+                    rate, count, before, peak = await export_rate(server, url, args.transitions)
+                    print(
+                        f"dataset export: {rate:,.0f} transitions/s streamed ({count} rows); server RSS {before / 2**20:.0f} MiB before, {peak / 2**20:.0f} MiB peak"
+                    )
+                    h, w = await memory_writes(server, texts[:5000], args.seconds)
+                    print(
+                        f"memory writes: {w.rate:,.0f}/s (p99 {w.pct(99):.1f} ms, ok {w.ok}) against GET /health {h.rate:,.0f}/s: ratio {w.rate / h.rate:.2f} (target >= 0.5)"
+                    )
+            finally:
+                server.stop()
+    if len(sizes) > 1:
+        ratio = statistics.median(results[sizes[-1]]) / statistics.median(results[sizes[0]])
+        print(f"recall p50 at {sizes[-1]} / p50 at {sizes[0]}: {ratio:.2f} (target <= 2)")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
