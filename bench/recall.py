@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
-import re
 import statistics
 import sys
 import tempfile
@@ -30,17 +29,17 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.core.config import Settings  # noqa: E402
-from app.db.engine import create_engine, create_sessionmaker  # noqa: E402
-from app.db.migrate import migrate  # noqa: E402
-from app.learning.ranking import query_terms  # noqa: E402
-from app.repositories.memories import MEMORIES  # noqa: E402
-from app.repositories.rl import TRANSITIONS  # noqa: E402
-from app.services.ids import uuid7  # noqa: E402
-from app.services.memories import token_estimate  # noqa: E402
-from bench.corpus import sentences  # noqa: E402
-from bench.loadgen import build_request, run  # noqa: E402
-from tests.server import EngramServer  # noqa: E402
+from app.core.config import Settings
+from app.db.engine import create_engine, create_sessionmaker
+from app.db.migrate import migrate
+from app.learning.ranking import query_terms
+from app.repositories.memories import MEMORIES
+from app.repositories.rl import TRANSITIONS
+from app.services.ids import uuid7
+from app.services.memories import token_estimate
+from bench.corpus import sentences
+from bench.loadgen import build_request, run
+from tests.server import EngramServer
 
 TYPES = ["fact", "procedure", "preference", "constraint", "tool_memory", "reflection"]
 
@@ -115,6 +114,14 @@ async def recall_latency(url: str, tasks: list[str]) -> list[float]:
     return times
 
 
+def inflect(word: str) -> str:
+    """Another form of the word: plural/singular or -ing/-ed swaps."""
+    for old, new in (("ing", "ed"), ("ed", "ing"), ("ies", "y"), ("es", ""), ("s", "")):
+        if word.endswith(old) and len(word) > len(old) + 3:
+            return word[: -len(old)] + new
+    return word + "s"
+
+
 def words(text: str) -> set[str]:
     return set(query_terms(text))
 
@@ -127,21 +134,27 @@ async def quality(url: str, texts: list[str], n: int) -> dict[str, float]:
     rng = random.Random(5)
     index = [(f"m{i:07d}", words(t)) for i, t in enumerate(texts)]
     picks = [i for i in rng.sample(range(len(texts)), n * 3) if len(words(texts[i])) >= 6][:n]
-    score = {"engram@5": 0.0, "engram@10": 0.0, "overlap@5": 0.0, "overlap@10": 0.0}
+    score = {
+        f"{name}@{k}": 0.0 for name in ("engram", "overlap", "engram~", "overlap~") for k in (5, 10)
+    }
     async with httpx.AsyncClient(base_url=url, timeout=30) as client:
         for i in picks:
             qwords = rng.sample(sorted(words(texts[i])), 4)
-            q = set(qwords)
-            relevant = {mid for mid, ws in index if q <= ws}
-            r = await client.post(
-                "/v1/memories/search", json={"query": " ".join(qwords), "limit": 10}
-            )
-            got = [h["memory"]["id"] for h in r.json()["hits"]]
-            ranked = [mid for mid, _ in sorted(index, key=lambda item: -len(q & item[1]))[:10]]
-            for k in (5, 10):
-                denom = min(k, len(relevant))
-                score[f"engram@{k}"] += len(set(got[:k]) & relevant) / denom
-                score[f"overlap@{k}"] += len(set(ranked[:k]) & relevant) / denom
+            relevant = {mid for mid, ws in index if set(qwords) <= ws}
+            # The same query with each word inflected differently ("~"), as a person asking
+            # in their own words would: stemming should absorb it, word overlap cannot.
+            for suffix, query in (("", qwords), ("~", [inflect(w) for w in qwords])):
+                body = {"query": " ".join(query), "limit": 10}
+                got = [
+                    h["memory"]["id"]
+                    for h in (await client.post("/v1/memories/search", json=body)).json()["hits"]
+                ]
+                qs = set(query)
+                ranked = [mid for mid, _ in sorted(index, key=lambda item: -len(qs & item[1]))[:10]]
+                for k in (5, 10):
+                    denom = min(k, len(relevant))
+                    score[f"engram{suffix}@{k}"] += len(set(got[:k]) & relevant) / denom
+                    score[f"overlap{suffix}@{k}"] += len(set(ranked[:k]) & relevant) / denom
     return {key: value / len(picks) for key, value in score.items()}
 
 
@@ -245,9 +258,13 @@ async def main() -> None:
                 )
                 if size == sizes[-1]:
                     q = await quality(server.url, texts[:size], args.labelled)
-                    print(f"retrieval quality ({args.labelled} labelled queries, 4 words of one memory): "
-                          f"recall@5 {q['engram@5']:.2f} / recall@10 {q['engram@10']:.2f}; "
-                          f"word overlap: recall@5 {q['overlap@5']:.2f} / recall@10 {q['overlap@10']:.2f}")  # fmt: skip
+                    print(
+                        f"retrieval quality ({args.labelled} labelled queries, 4 words of one memory): "
+                        f"engram recall@5 {q['engram@5']:.2f} / @10 {q['engram@10']:.2f}; "
+                        f"word overlap recall@5 {q['overlap@5']:.2f} / @10 {q['overlap@10']:.2f}"
+                    )
+                    print(f"  same queries, words inflected: engram recall@5 {q['engram~@5']:.2f} / @10 {q['engram~@10']:.2f}; "
+                          f"word overlap recall@5 {q['overlap~@5']:.2f} / @10 {q['overlap~@10']:.2f}")  # fmt: skip
                     rate, count, before, peak = await export_rate(server, url, args.transitions)
                     print(
                         f"dataset export: {rate:,.0f} transitions/s streamed ({count} rows); server RSS {before / 2**20:.0f} MiB before, {peak / 2**20:.0f} MiB peak"

@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import (
 from app.core.config import Settings
 
 WRITE_OPTION = "engram_write"
+FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 
 
 def _json_dumps(value: Any) -> str:
@@ -50,6 +51,16 @@ def _sqlite_engine(settings: Settings) -> AsyncEngine:
         cur.execute(f"PRAGMA synchronous={synchronous}")
         cur.execute("PRAGMA foreign_keys=ON")
         cur.execute(f"PRAGMA busy_timeout={busy_ms}")
+        # A private (temp) full-text table with the index's tokenizer: search writes the
+        # query terms into it to learn their stems. Temp tables take no lock on the database.
+        cur.execute(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.engram_probe USING fts5("
+            f"content, tokenize='{FTS_TOKENIZER}')"
+        )
+        cur.execute(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.engram_probe_terms "
+            "USING fts5vocab(temp, engram_probe, 'instance')"
+        )
         cur.close()
 
     @event.listens_for(engine.sync_engine, "begin")

@@ -12,6 +12,7 @@ from sqlalchemy import (
     Float,
     Table,
     and_,
+    bindparam,
     case,
     column,
     func,
@@ -20,6 +21,7 @@ from sqlalchemy import (
     or_,
     select,
     table,
+    text,
     update,
 )
 from sqlalchemy import (
@@ -34,6 +36,10 @@ MEMORIES = cast(Table, Memory.__table__)
 FTS = table("memories_fts", column("memory_id"))
 # Text matches kept, by relevance alone, before the blended score is computed.
 PREFILTER = 200
+COMMON_SHARE = 0.02
+PRUNE_FROM = 5000  # memories in the namespace before common terms are dropped
+MIN_MATCH_TERMS = 4
+MAX_MATCH_TERMS = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +129,7 @@ class MemoryRepository:
         last = func.coalesce(Memory.last_used_at, Memory.updated_at)
         if dialect == "sqlite":
             token = "n" + namespace.encode().hex().upper() + "x"
-            words = " OR ".join(f'"{t}"' for t in terms)
+            words = " OR ".join(f'"{t}"' for t in await self._selective_terms(token, terms))
             bm25 = func.bm25(literal_column("memories_fts"), 1.0, 0.0)
             matched = (
                 select(FTS.c.memory_id.label("memory_id"), (-bm25).label("relevance"))
@@ -192,6 +198,41 @@ class MemoryRepository:
             )
             for memory, text, val, stale, sc in rows
         ]
+
+    async def _selective_terms(self, ns_token: str, terms: Sequence[str]) -> list[str]:
+        """The query terms worth matching on. Terms no memory holds are dropped; common
+        terms (in more than COMMON_SHARE of the namespace's memories) are dropped when
+        rarer ones remain, since a term in every other memory ranks little and costs
+        much, as long as MIN_MATCH_TERMS remain (the rarest). Small namespaces (under
+        PRUNE_FROM memories) keep every term that matches. At most MAX_MATCH_TERMS."""
+        if len(terms) <= 2:
+            return list(terms)
+        probe = text("INSERT INTO temp.engram_probe(rowid, content) VALUES (1, :q)")
+        await self.session.execute(probe, {"q": " ".join(terms)})
+        stems = await self.session.execute(
+            text("SELECT term, offset FROM temp.engram_probe_terms ORDER BY offset")
+        )
+        stem_of = {int(offset): term for term, offset in stems}
+        await self.session.execute(text("DELETE FROM temp.engram_probe WHERE rowid = 1"))
+        wanted = sorted(set(stem_of.values()) | {ns_token.lower()})
+        rows = await self.session.execute(
+            text("SELECT term, doc FROM memories_fts_vocab WHERE term IN :terms").bindparams(
+                bindparam("terms", expanding=True)
+            ),
+            {"terms": wanted},
+        )
+        df: dict[str, int] = {str(term): int(doc) for term, doc in rows}
+        total = df.get(ns_token.lower(), 0)
+        count = {i: df.get(stem_of.get(i, ""), 0) for i in range(len(terms))}
+        present = sorted((i for i in count if count[i] > 0), key=lambda i: count[i])
+        if not present:
+            return list(terms)  # nothing matches; let the engine say so
+        if total < PRUNE_FROM:
+            return [terms[i] for i in sorted(present)][:MAX_MATCH_TERMS]
+        rare = [i for i in present if count[i] <= COMMON_SHARE * total]
+        chosen = rare if len(rare) >= MIN_MATCH_TERMS else present[:MIN_MATCH_TERMS]
+        chosen = chosen[:MAX_MATCH_TERMS]
+        return [terms[i] for i in sorted(chosen)]
 
     async def list(
         self,

@@ -63,6 +63,8 @@ def upgrade() -> None:
             "content, ns, memory_id UNINDEXED, "
             "tokenize='porter unicode61 remove_diacritics 2')"
         )
+        # Document frequency of each indexed term: recall drops very common query terms.
+        op.execute("CREATE VIRTUAL TABLE memories_fts_vocab USING fts5vocab(memories_fts, 'row')")
         op.execute(
             "CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN "
             "INSERT INTO memories_fts(content, ns, memory_id) "
@@ -90,5 +92,6 @@ def downgrade() -> None:
     if op.get_bind().dialect.name == "sqlite":
         for trigger in ("memories_fts_insert", "memories_fts_delete", "memories_fts_update"):
             op.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+        op.execute("DROP TABLE IF EXISTS memories_fts_vocab")
         op.execute("DROP TABLE IF EXISTS memories_fts")
     op.drop_table("memories")
