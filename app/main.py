@@ -73,6 +73,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 auth=auth,
                 episodes=EpisodeService(blobs=blobs, writer=writer, limits=settings.limits),
                 recall_rng=random.Random(settings.recall.seed),
+                write_lock=asyncio.Lock() if settings.is_sqlite else None,
             )
             sweeper = asyncio.create_task(_sweep_loop(writer, settings.sweep_interval_s))
             # What exists now (modules, schemas, engines) lives for the whole process:

@@ -6,6 +6,7 @@ a thread hop on every request.
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ class AppState:
     auth: Authenticator
     episodes: EpisodeService
     recall_rng: random.Random
+    write_lock: asyncio.Lock | None
 
 
 async def get_state(request: Request) -> AppState:
@@ -70,9 +72,19 @@ async def get_session(state: StateDep) -> AsyncIterator[AsyncSession]:
 
 
 async def get_write_session(state: StateDep) -> AsyncIterator[AsyncSession]:
-    """For writes (SQLite: BEGIN IMMEDIATE, so the write lock is taken up front)."""
-    async for session in _session(state.write_sessions):
-        yield session
+    """For writes (SQLite: BEGIN IMMEDIATE, so the write lock is taken up front).
+
+    On SQLite, writers of this process also queue on an asyncio lock: SQLite admits one
+    writer at a time anyway, and its busy handler makes the others sleep and retry with
+    growing pauses, which under concurrency turns milliseconds into hundreds of them.
+    """
+    if state.write_lock is None:
+        async for session in _session(state.write_sessions):
+            yield session
+        return
+    async with state.write_lock:
+        async for session in _session(state.write_sessions):
+            yield session
 
 
 SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]
