@@ -40,10 +40,15 @@ def token_estimate(text: str) -> int:
     return max(1, math.ceil(len(text) / 4))
 
 
+def derived_status(memory: Memory, *, now: datetime) -> str:
+    """The stored status, or "expired" once valid_until has passed."""
+    if memory.status == "active" and memory.valid_until is not None and memory.valid_until <= now:
+        return "expired"
+    return memory.status
+
+
 def to_read(memory: Memory, *, now: datetime) -> MemoryRead:
-    status = memory.status
-    if status == "active" and memory.valid_until is not None and memory.valid_until <= now:
-        status = "expired"
+    status = derived_status(memory, now=now)
     mean = memory.reward_sum / memory.reward_count if memory.reward_count else None
     return MemoryRead.model_validate(
         {

@@ -27,7 +27,7 @@ from app.schemas.recall import (
     SuppressedMemory,
 )
 from app.services.ids import uuid7
-from app.services.memories import to_read
+from app.services.memories import derived_status
 
 _REASONS = {
     "constraint": "constraint: a rule to respect (type or sensitivity, criticality >= 0.7)",
@@ -75,7 +75,7 @@ class RecallService:
         now = datetime.now(UTC)
         found = await self._candidates(namespace, req, now)
         by_id = {m.id: (m, score, rank) for m, score, rank in found}
-        statuses = {m.id: to_read(m, now=now).status.value for m, _, _ in found}
+        statuses = {m.id: derived_status(m, now=now) for m, _, _ in found}
         candidates = [
             Candidate(
                 memory_id=m.id,

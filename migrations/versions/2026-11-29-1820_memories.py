@@ -48,7 +48,9 @@ def upgrade() -> None:
     )
     with op.batch_alter_table("memories", schema=None) as batch_op:
         batch_op.create_index("ix_memories_ns_created", ["namespace", "created_at", "id"])
-        batch_op.create_index("ix_memories_ns_type_status", ["namespace", "type", "status"])
+        batch_op.create_index(
+            "ix_memories_ns_type_status", ["namespace", "type", "status", "criticality"]
+        )
         batch_op.create_index("ix_memories_ns_status", ["namespace", "status"])
 
     if op.get_bind().dialect.name == "sqlite":
