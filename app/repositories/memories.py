@@ -22,6 +22,7 @@ from sqlalchemy import (
     select,
     table,
     text,
+    tuple_,
     update,
 )
 from sqlalchemy import (
@@ -87,6 +88,19 @@ class MemoryRepository:
 
     async def insert(self, row: dict[str, Any]) -> None:
         await self.session.execute(insert(MEMORIES), [row])
+
+    async def insert_many(self, rows: Sequence[dict[str, Any]]) -> None:
+        if rows:
+            await self.session.execute(insert(MEMORIES), list(rows))
+
+    async def existing(self, keys: set[tuple[str, str]]) -> set[tuple[str, str]]:
+        """Which of these (namespace, id) pairs are taken."""
+        if not keys:
+            return set()
+        stmt = select(MEMORIES.c.namespace, MEMORIES.c.id).where(
+            tuple_(MEMORIES.c.namespace, MEMORIES.c.id).in_(list(keys))
+        )
+        return {(ns, mid) for ns, mid in await self.session.execute(stmt)}
 
     async def transition(
         self,

@@ -1,4 +1,5 @@
-"""The episode writer: one task that owns every episode write, with group commit.
+"""The writer: one task that owns every episode write (and memory creation), with
+group commit.
 
 Concurrent requests queue commands; the writer takes whatever is queued (up to
 `max_batch`), decides each command against the stored state, writes all new
@@ -26,6 +27,7 @@ from app.core.errors import AppError, Conflict, NotFound, PayloadTooLarge, Store
 from app.db.engine import create_sessionmaker
 from app.db.errors import is_store_outage
 from app.repositories.episodes import EpisodeRepository, Key
+from app.repositories.memories import MemoryRepository
 from app.services.episode_records import NewEpisode, StepsPayload, step_totals
 from app.storage.blobs import (
     EPISODE_PREFIX,
@@ -65,6 +67,8 @@ class _Batch:
     updates: dict[Key, dict[str, Any]] = field(default_factory=dict)
     deletes: list[Key] = field(default_factory=list)
     puts: dict[bytes, bytes] = field(default_factory=dict)
+    memories: list[dict[str, Any]] = field(default_factory=list)
+    memory_ids: set[Key] = field(default_factory=set)
     results: list[tuple[asyncio.Future[Any], Any]] = field(default_factory=list)
 
 
@@ -124,6 +128,14 @@ class EpisodeWriter:
 
     async def complete(self, key: Key, values: dict[str, Any]) -> dict[str, Any]:
         result: dict[str, Any] = await self._submit("complete", key, values)
+        return result
+
+    async def create_memory(self, row: dict[str, Any], *, client_id: bool) -> dict[str, Any]:
+        """Insert a memory row in the next group commit (a chosen id that exists: 409)."""
+        key = (row["namespace"], row["id"])
+        result: dict[str, Any] = await self._submit(
+            "memory", key, {"row": row, "client_id": client_id}
+        )
         return result
 
     async def delete(self, key: Key) -> None:
@@ -199,7 +211,7 @@ class EpisodeWriter:
         async with self._sessionmaker() as session:
             try:
                 batch = _Batch()
-                await self._load(EpisodeRepository(session), commands, batch)
+                await self._load(session, commands, batch)
                 done = 0
                 for cmd in commands:
                     if _touches_deleted(batch, cmd):
@@ -232,7 +244,11 @@ class EpisodeWriter:
         self.commands += done
         return commands[done:]
 
-    async def _load(self, repo: EpisodeRepository, commands: list[_Command], batch: _Batch) -> None:
+    async def _load(self, session: AsyncSession, commands: list[_Command], batch: _Batch) -> None:
+        chosen = {c.key for c in commands if c.kind == "memory" and c.data["client_id"]}
+        batch.memory_ids = await MemoryRepository(session).existing(chosen)
+        repo = EpisodeRepository(session)
+        commands = [c for c in commands if c.kind != "memory"]
         keys = {c.key for c in commands if c.kind != "create" or c.data.client_id}
         idem = {
             (c.key[0], c.data.idempotency_key)
@@ -324,6 +340,13 @@ class EpisodeWriter:
             {**values, "status": "completed", "completed_at": now, "updated_at": now},
         )
 
+    def _decide_memory(self, batch: _Batch, cmd: _Command) -> None:
+        if cmd.key in batch.memory_ids:
+            raise Conflict(f"memory {cmd.key[1]!r} already exists", field="id")
+        batch.memory_ids.add(cmd.key)
+        batch.memories.append(cmd.data["row"])
+        batch.results.append((cmd.future, cmd.data["row"]))
+
     def _decide_delete(self, batch: _Batch, cmd: _Command) -> None:
         self._existing(batch, cmd.key)
         batch.state[cmd.key] = None
@@ -344,12 +367,13 @@ class EpisodeWriter:
             await self._blobs.write(batch.puts)  # synced before the rows that point to it
         repo = EpisodeRepository(session)
         await repo.insert_many(batch.inserts)
+        await MemoryRepository(session).insert_many(batch.memories)
         for key, values in batch.updates.items():
             if key not in batch.deletes:
                 await repo.update_values(key, values)
         for key in batch.deletes:
             await repo.delete(key)
-        if batch.inserts or batch.updates or batch.deletes:
+        if batch.inserts or batch.updates or batch.deletes or batch.memories:
             await session.commit()
         for ns, eid in batch.deletes:
             # Rows are gone and committed; a crash before this leaves orphans for the sweep.
@@ -389,10 +413,13 @@ _DECIDE: dict[str, Callable[[EpisodeWriter, _Batch, _Command], None]] = {
     "append": EpisodeWriter._decide_append,
     "complete": EpisodeWriter._decide_complete,
     "delete": EpisodeWriter._decide_delete,
+    "memory": EpisodeWriter._decide_memory,
 }
 
 
 def _touches_deleted(batch: _Batch, cmd: _Command) -> bool:
+    if cmd.kind == "memory":
+        return False
     if cmd.key in batch.deletes:
         return True
     if cmd.kind == "create" and cmd.data.idempotency_key:

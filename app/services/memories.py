@@ -27,6 +27,7 @@ from app.schemas.memory import (
     MemorySupersede,
     ScoreParts,
 )
+from app.services.episode_writer import EpisodeWriter
 from app.services.episodes import decode_cursor, encode_cursor
 from app.services.ids import uuid7
 
@@ -60,68 +61,74 @@ def to_read(memory: Memory, *, now: datetime) -> MemoryRead:
     )
 
 
+def check_limits(data: MemoryFields, limits: Limits) -> None:
+    if len(data.content) > limits.max_text_chars:
+        raise PayloadTooLarge(
+            f"content: {len(data.content)} characters, the limit is {limits.max_text_chars}",
+            field="content",
+        )
+    size = len(orjson.dumps(data.metadata))
+    if size > limits.max_metadata_bytes:
+        raise PayloadTooLarge(
+            f"metadata: {size} bytes, the limit is {limits.max_metadata_bytes}",
+            field="metadata",
+        )
+
+
+def memory_row(
+    namespace: str, memory_id: str, data: MemoryFields, *, now: datetime
+) -> dict[str, Any]:
+    """A new memory's row (version 1 unless the caller says otherwise)."""
+    return {
+        "namespace": namespace,
+        "id": memory_id,
+        "content": data.content,
+        "status": "active",
+        "confidence": data.confidence,
+        "sensitivity": data.sensitivity.value if data.sensitivity else None,
+        "criticality": data.criticality,
+        "valid_from": data.valid_from,
+        "valid_until": data.valid_until,
+        "source_refs": list(data.source_refs),
+        "metadata": data.metadata,
+        "version": 1,
+        "previous_id": None,
+        "superseded_by": None,
+        "token_estimate": token_estimate(data.content),
+        "use_count": 0,
+        "last_used_at": None,
+        "reward_count": 0,
+        "reward_sum": 0.0,
+        "created_at": now,
+        "updated_at": now,
+    }
+
+
+async def create_memory(
+    writer: EpisodeWriter, namespace: str, data: MemoryCreate, *, limits: Limits
+) -> MemoryRead:
+    """Store a new memory through the writer's group commit."""
+    check_limits(data, limits)
+    now = datetime.now(UTC)
+    row = memory_row(namespace, data.id or uuid7(), data, now=now)
+    row |= {"type": data.type.value, "scope": dict(data.scope)}
+    stored = await writer.create_memory(row, client_id=data.id is not None)
+    expired = stored["valid_until"] is not None and stored["valid_until"] <= now
+    return MemoryRead.model_validate(
+        {**stored, "status": "expired" if expired else "active", "reward_mean": None}
+    )
+
+
 class MemoryService:
     def __init__(self, session: AsyncSession, *, limits: Limits) -> None:
         self.repo = MemoryRepository(session)
         self.limits = limits
-
-    def _check_limits(self, data: MemoryFields) -> None:
-        if len(data.content) > self.limits.max_text_chars:
-            raise PayloadTooLarge(
-                f"content: {len(data.content)} characters, the limit is "
-                f"{self.limits.max_text_chars}",
-                field="content",
-            )
-        size = len(orjson.dumps(data.metadata))
-        if size > self.limits.max_metadata_bytes:
-            raise PayloadTooLarge(
-                f"metadata: {size} bytes, the limit is {self.limits.max_metadata_bytes}",
-                field="metadata",
-            )
 
     async def _require(self, namespace: str, memory_id: str) -> Memory:
         memory = await self.repo.get(namespace, memory_id)
         if memory is None:
             raise NotFound(f"memory {memory_id!r} not found")
         return memory
-
-    async def create(self, namespace: str, data: MemoryCreate) -> MemoryRead:
-        """Store a new memory (version 1)."""
-        self._check_limits(data)
-        memory_id = data.id or uuid7()
-        if data.id is not None and await self.repo.get(namespace, memory_id) is not None:
-            raise Conflict(f"memory {memory_id!r} already exists", field="id")
-        now = datetime.now(UTC)
-        row = self._row(namespace, memory_id, data, now=now)
-        row |= {"type": data.type.value, "scope": dict(data.scope), "version": 1}
-        await self.repo.insert(row)
-        return await self.get(namespace, memory_id)
-
-    def _row(
-        self, namespace: str, memory_id: str, data: MemoryFields, *, now: datetime
-    ) -> dict[str, Any]:
-        return {
-            "namespace": namespace,
-            "id": memory_id,
-            "content": data.content,
-            "status": "active",
-            "confidence": data.confidence,
-            "sensitivity": data.sensitivity.value if data.sensitivity else None,
-            "criticality": data.criticality,
-            "valid_from": data.valid_from,
-            "valid_until": data.valid_until,
-            "source_refs": list(data.source_refs),
-            "metadata": data.metadata,
-            "previous_id": None,
-            "superseded_by": None,
-            "token_estimate": token_estimate(data.content),
-            "use_count": 0,
-            "last_used_at": None,
-            "reward_count": 0,
-            "reward_sum": 0.0,
-            "created_at": now,
-            "updated_at": now,
-        }
 
     async def get(self, namespace: str, memory_id: str) -> MemoryRead:
         memory = await self._require(namespace, memory_id)
@@ -175,7 +182,7 @@ class MemoryService:
 
     async def supersede(self, namespace: str, memory_id: str, data: MemorySupersede) -> MemoryRead:
         """A new version replaces the memory; both changes in one transaction."""
-        self._check_limits(data)
+        check_limits(data, self.limits)
         old = await self._require(namespace, memory_id)
         now = datetime.now(UTC)
         new_id = uuid7()
@@ -190,7 +197,7 @@ class MemoryService:
                 f"memory {memory_id!r} is {old.status}; only a current memory can be superseded",
                 field="status",
             )
-        row = self._row(namespace, new_id, data, now=now)
+        row = memory_row(namespace, new_id, data, now=now)
         row |= {
             "type": old.type,
             "scope": old.scope,

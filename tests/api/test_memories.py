@@ -260,3 +260,17 @@ async def test_memories_are_namespaced(
     assert (await client.get("/v1/memories", headers=auth(b))).json()["items"] == []
     mine = await client.post("/v1/memories/search", json={"query": "alpha plan"}, headers=auth(a))
     assert len(mine.json()["hits"]) == 1
+
+
+async def test_chosen_ids_are_unique_even_under_concurrency(client: httpx.AsyncClient) -> None:
+    body = {"type": "fact", "content": "The build uses make.", "id": "build-tool"}
+    results = await asyncio.gather(*(client.post("/v1/memories", json=body) for _ in range(12)))
+    assert sorted(r.status_code for r in results) == [201] + [409] * 11
+    conflict = next(r for r in results if r.status_code == 409).json()
+    assert conflict["field"] == "id"
+    assert (await client.get("/v1/memories/build-tool")).json()["content"] == "The build uses make."
+    many = await asyncio.gather(
+        *(client.post("/v1/memories", json={"type": "fact", "content": f"n{i}"}) for i in range(40))
+    )
+    assert {r.status_code for r in many} == {201}
+    assert len({r.json()["id"] for r in many}) == 40

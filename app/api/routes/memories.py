@@ -7,7 +7,14 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, status
 
-from app.api.deps import AgentDep, ReaderDep, SessionDep, SettingsDep, WriteSessionDep
+from app.api.deps import (
+    AgentDep,
+    ReaderDep,
+    SessionDep,
+    SettingsDep,
+    StateDep,
+    WriteSessionDep,
+)
 from app.core.errors import InvalidInput, NotFound, error_responses
 from app.repositories.memories import MemoryFilters
 from app.schemas.common import IDENT_PATTERN
@@ -22,6 +29,7 @@ from app.schemas.memory import (
     MemoryType,
     Sensitivity,
 )
+from app.services import memories as memory_service
 from app.services.memories import MemoryService
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
@@ -46,11 +54,11 @@ def _service(session: SessionDep | WriteSessionDep, settings: SettingsDep) -> Me
     response_model=MemoryRead,
     responses=error_responses(401, 403, 409, 413, 422, 503),
 )
-async def create_memory(
-    body: MemoryCreate, principal: AgentDep, session: WriteSessionDep, settings: SettingsDep
-) -> MemoryRead:
+async def create_memory(body: MemoryCreate, principal: AgentDep, state: StateDep) -> MemoryRead:
     """Store a memory."""
-    return await _service(session, settings).create(principal.namespace, body)
+    return await memory_service.create_memory(
+        state.writer, principal.namespace, body, limits=state.settings.limits
+    )
 
 
 @router.get("", response_model=MemoryPage, responses=error_responses(401, 422, 503))
