@@ -44,6 +44,6 @@ class Memory(Base):
     __table_args__ = (
         Index("ix_memories_ns_created", "namespace", "created_at", "id"),
         # Also serves "the most critical current constraints" in index order.
-        Index("ix_memories_ns_type_status", "namespace", "type", "status", "criticality"),
+        Index("ix_memories_ns_type_status", "namespace", "type", "status", "criticality", "id"),
         Index("ix_memories_ns_status", "namespace", "status"),
     )

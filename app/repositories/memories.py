@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -40,6 +42,10 @@ PREFILTER = 200
 COMMON_SHARE = 0.02
 PRUNE_FROM = 5000  # memories in the namespace before common terms are dropped
 MIN_MATCH_TERMS = 4
+# Term statistics only steer which terms to match on, so slightly old ones are fine.
+DF_TTL_S = 30.0
+_STEMS: dict[str, str] = {}  # same tokenizer everywhere, so one table for the process
+_DF: weakref.WeakKeyDictionary[Any, dict[str, tuple[float, int]]] = weakref.WeakKeyDictionary()
 MAX_MATCH_TERMS = 8
 
 
@@ -221,23 +227,10 @@ class MemoryRepository:
         PRUNE_FROM memories) keep every term that matches. At most MAX_MATCH_TERMS."""
         if len(terms) <= 2:
             return list(terms)
-        probe = text("INSERT INTO temp.engram_probe(rowid, content) VALUES (1, :q)")
-        await self.session.execute(probe, {"q": " ".join(terms)})
-        stems = await self.session.execute(
-            text("SELECT term, offset FROM temp.engram_probe_terms ORDER BY offset")
-        )
-        stem_of = {int(offset): term for term, offset in stems}
-        await self.session.execute(text("DELETE FROM temp.engram_probe WHERE rowid = 1"))
-        wanted = sorted(set(stem_of.values()) | {ns_token.lower()})
-        rows = await self.session.execute(
-            text("SELECT term, doc FROM memories_fts_vocab WHERE term IN :terms").bindparams(
-                bindparam("terms", expanding=True)
-            ),
-            {"terms": wanted},
-        )
-        df: dict[str, int] = {str(term): int(doc) for term, doc in rows}
-        total = df.get(ns_token.lower(), 0)
-        count = {i: df.get(stem_of.get(i, ""), 0) for i in range(len(terms))}
+        stems = await self._stems(terms)
+        df = await self._frequencies([*stems, ns_token.lower()])
+        total = df[ns_token.lower()]
+        count = {i: df[stems[i]] for i in range(len(terms))}
         present = sorted((i for i in count if count[i] > 0), key=lambda i: count[i])
         if not present:
             return list(terms)  # nothing matches; let the engine say so
@@ -245,8 +238,42 @@ class MemoryRepository:
             return [terms[i] for i in sorted(present)][:MAX_MATCH_TERMS]
         rare = [i for i in present if count[i] <= COMMON_SHARE * total]
         chosen = rare if len(rare) >= MIN_MATCH_TERMS else present[:MIN_MATCH_TERMS]
-        chosen = chosen[:MAX_MATCH_TERMS]
-        return [terms[i] for i in sorted(chosen)]
+        return [terms[i] for i in sorted(chosen[:MAX_MATCH_TERMS])]
+
+    async def _stems(self, terms: Sequence[str]) -> list[str]:
+        """The index's stem of each term (the tokenizer runs in a private temp table)."""
+        missing = [t for t in terms if t not in _STEMS]
+        if missing:
+            probe = text("INSERT INTO temp.engram_probe(rowid, content) VALUES (1, :q)")
+            await self.session.execute(probe, {"q": " ".join(missing)})
+            rows = await self.session.execute(
+                text("SELECT term, offset FROM temp.engram_probe_terms ORDER BY offset")
+            )
+            for term, offset in rows:
+                _STEMS[missing[int(offset)]] = str(term)
+            await self.session.execute(text("DELETE FROM temp.engram_probe WHERE rowid = 1"))
+            if len(_STEMS) > 100_000:
+                _STEMS.clear()
+        return [_STEMS.get(t, t) for t in terms]
+
+    async def _frequencies(self, stems: Sequence[str]) -> dict[str, int]:
+        """How many memories hold each stem; read at most every DF_TTL_S per stem."""
+        cache = _DF.setdefault(self.session.get_bind(), {})  # per database
+        now = time.monotonic()
+        stale = [t for t in set(stems) if now - cache.get(t, (-DF_TTL_S, 0))[0] >= DF_TTL_S]
+        if stale:
+            rows = await self.session.execute(
+                text("SELECT term, doc FROM memories_fts_vocab WHERE term IN :terms").bindparams(
+                    bindparam("terms", expanding=True)
+                ),
+                {"terms": stale},
+            )
+            found = {str(term): int(doc) for term, doc in rows}
+            for term in stale:
+                cache[term] = (now, found.get(term, 0))
+            if len(cache) > 100_000:
+                cache.clear()
+        return {t: cache[t][1] if t in cache else 0 for t in stems}
 
     async def list(
         self,
@@ -293,7 +320,7 @@ class MemoryUsageRepository:
                 Memory.type == "constraint",
                 _status_clause(["active"], now),
             )
-            .order_by(Memory.criticality.desc(), Memory.id)
+            .order_by(Memory.criticality.desc(), Memory.id.desc())  # index order, no sort
             .limit(limit)
         )
         return list((await self.session.execute(stmt)).scalars())

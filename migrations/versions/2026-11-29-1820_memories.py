@@ -49,7 +49,7 @@ def upgrade() -> None:
     with op.batch_alter_table("memories", schema=None) as batch_op:
         batch_op.create_index("ix_memories_ns_created", ["namespace", "created_at", "id"])
         batch_op.create_index(
-            "ix_memories_ns_type_status", ["namespace", "type", "status", "criticality"]
+            "ix_memories_ns_type_status", ["namespace", "type", "status", "criticality", "id"]
         )
         batch_op.create_index("ix_memories_ns_status", ["namespace", "status"])
 
