@@ -40,5 +40,6 @@ def recall_reward(
         components["tokens_used"] = RECALL_SPEC["per_token"] * float(signals["tokens_used"])
     if signals.get("latency_ms") is not None:
         components["latency_ms"] = RECALL_SPEC["per_latency_ms"] * float(signals["latency_ms"])
+    components = {name: round(part, 10) for name, part in components.items()}
     scalar = float(value) if value is not None else round(sum(components.values()), 10)
     return scalar, components
