@@ -80,27 +80,8 @@ class TransitionRepository:
         limit: int,
     ) -> list[Transition]:
         """Oldest first, keyset on (created_at, id)."""
-        stmt = select(Transition).where(Transition.namespace == namespace)
-        if status is not None:
-            stmt = stmt.where(Transition.status == status)
-        if filters.since is not None:
-            stmt = stmt.where(Transition.created_at >= filters.since)
-        if filters.until is not None:
-            stmt = stmt.where(Transition.created_at < filters.until)
-        if filters.policy_id is not None:
-            stmt = stmt.where(Transition.policy_id == filters.policy_id)
-        if filters.task_type is not None:
-            stmt = stmt.where(Transition.task_type == filters.task_type)
-        if after is not None:
-            created_at, tid = after
-            stmt = stmt.where(
-                or_(
-                    Transition.created_at > created_at,
-                    and_(Transition.created_at == created_at, Transition.id > tid),
-                )
-            )
-        stmt = stmt.order_by(Transition.created_at, Transition.id).limit(limit)
-        return list((await self.session.execute(stmt)).scalars())
+        stmt = self._select(namespace, status=status, filters=filters, after=after)
+        return list((await self.session.execute(stmt.limit(limit))).scalars())
 
     async def ids_by_reward(
         self, namespace: str, reward_ids: Sequence[str]
@@ -143,9 +124,20 @@ class TransitionRepository:
     def _completed(
         self, namespace: str, filters: DatasetFilters, after: tuple[datetime, str] | None
     ) -> Select[Any]:
-        stmt = select(Transition).where(
-            Transition.namespace == namespace, Transition.status == "completed"
-        )
+        return self._select(namespace, status="completed", filters=filters, after=after)
+
+    def _select(
+        self,
+        namespace: str,
+        *,
+        status: str | None,
+        filters: DatasetFilters,
+        after: tuple[datetime, str] | None,
+    ) -> Select[Any]:
+        """Transitions of the namespace matching the filters, after `after`, oldest first."""
+        stmt = select(Transition).where(Transition.namespace == namespace)
+        if status is not None:
+            stmt = stmt.where(Transition.status == status)
         if filters.since is not None:
             stmt = stmt.where(Transition.created_at >= filters.since)
         if filters.until is not None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request, Response, status
@@ -18,9 +17,9 @@ from app.api.deps import (
     get_episode_service,
     require_agent,
 )
-from app.core.errors import InvalidInput, NotFound, error_responses
+from app.core.errors import InvalidInput, error_responses
 from app.repositories.episodes import EpisodeFilters
-from app.schemas.common import IDENT_PATTERN
+from app.schemas.common import stored_ident
 from app.schemas.episode import (
     EpisodeComplete,
     EpisodeCreate,
@@ -34,14 +33,10 @@ from app.schemas.episode import (
 )
 
 router = APIRouter(prefix="/v1/episodes", tags=["episodes"])
-_IDENT = re.compile(IDENT_PATTERN)
 
 
-def _episode_id(episode_id: str) -> str:
-    # An id that could never have been stored is simply not found.
-    if not _IDENT.match(episode_id):
-        raise NotFound(f"episode {episode_id!r} not found")
-    return episode_id
+def _episode_id(value: str) -> str:
+    return stored_ident(value, what="episode")
 
 
 EpisodeId = Annotated[str, Path(description="Episode id")]

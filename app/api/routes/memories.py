@@ -15,9 +15,9 @@ from app.api.deps import (
     StateDep,
     WriteSessionDep,
 )
-from app.core.errors import InvalidInput, NotFound, error_responses
+from app.core.errors import InvalidInput, error_responses
 from app.repositories.memories import MemoryFilters
-from app.schemas.common import IDENT_PATTERN
+from app.schemas.common import stored_ident
 from app.schemas.memory import (
     MemoryCreate,
     MemoryPage,
@@ -33,15 +33,12 @@ from app.services import memories as memory_service
 from app.services.memories import MemoryService
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
-_IDENT = re.compile(IDENT_PATTERN)
 _SCOPE_PARAM = re.compile(r"^([a-z][a-z0-9_]{0,31}):(.{1,256})$")
 MemoryId = Annotated[str, Path(description="Memory id")]
 
 
-def _memory_id(memory_id: str) -> str:
-    if not _IDENT.match(memory_id):
-        raise NotFound(f"memory {memory_id!r} not found")
-    return memory_id
+def _memory_id(value: str) -> str:
+    return stored_ident(value, what="memory")
 
 
 def _service(session: SessionDep | WriteSessionDep, settings: SettingsDep) -> MemoryService:
