@@ -23,7 +23,7 @@ STOP_WORDS = frozenset(
     would you your yours yourself yourselves""".split()
 )
 MAX_TERMS = 32
-_TOKEN = re.compile(r"[a-z0-9]+")
+_TOKEN = re.compile(r"[^\W_]+")  # runs of letters and digits, any script
 
 
 @dataclass(frozen=True)

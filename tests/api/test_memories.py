@@ -274,3 +274,14 @@ async def test_chosen_ids_are_unique_even_under_concurrency(client: httpx.AsyncC
     )
     assert {r.status_code for r in many} == {201}
     assert len({r.json()["id"] for r in many}) == 40
+
+
+async def test_search_beyond_ascii(client: httpx.AsyncClient, backend: str) -> None:
+    await create(client, content="Le café est fermé le dimanche.")
+    await create(client, content="Die Größe der Datei ist begrenzt.")
+    queries = ["café fermé"] + (["cafe ferme"] if backend == "sqlite" else [])  # FTS5 folds accents
+    for query in queries:
+        hits = (await client.post("/v1/memories/search", json={"query": query})).json()
+        assert [h["memory"]["content"] for h in hits["hits"]] == ["Le café est fermé le dimanche."]
+    hits = (await client.post("/v1/memories/search", json={"query": "Größe Datei"})).json()
+    assert [h["memory"]["content"] for h in hits["hits"]] == ["Die Größe der Datei ist begrenzt."]

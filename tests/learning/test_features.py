@@ -45,3 +45,12 @@ def test_scope_rules() -> None:
     assert not scope_compatible({"level": "task", "task_id": "t"}, {})
     assert scope_match({"session_id": "s1"}, {"session_id": "s1", "user": "u"}) == 0.5
     assert scope_match({}, {"level": "global"}) == 1.0
+
+
+def test_query_terms() -> None:
+    from app.learning.ranking import query_terms
+
+    assert query_terms("How do we deploy the Deploy service?") == ["deploy", "service"]
+    assert query_terms("ünïcödé café, naïve résumé") == ["ünïcödé", "café", "naïve", "résumé"]
+    assert query_terms('near NEAR( "x" * AND') == ["near"]
+    assert query_terms("!!! ...") == []
