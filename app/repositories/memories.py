@@ -244,14 +244,16 @@ class MemoryRepository:
         """The index's stem of each term (the tokenizer runs in a private temp table)."""
         missing = [t for t in terms if t not in _STEMS]
         if missing:
-            probe = text("INSERT INTO temp.engram_probe(rowid, content) VALUES (1, :q)")
-            await self.session.execute(probe, {"q": " ".join(missing)})
+            # One probe row per term (rowid = position + 1), so a term the tokenizer splits
+            # in two still maps to its own first token.
+            probe = text("INSERT INTO temp.engram_probe(rowid, content) VALUES (:i, :q)")
+            await self.session.execute(probe, [{"i": i + 1, "q": t} for i, t in enumerate(missing)])
             rows = await self.session.execute(
-                text("SELECT term, offset FROM temp.engram_probe_terms ORDER BY offset")
+                text("SELECT term, doc FROM temp.engram_probe_terms ORDER BY doc, offset DESC")
             )
-            for term, offset in rows:
-                _STEMS[missing[int(offset)]] = str(term)
-            await self.session.execute(text("DELETE FROM temp.engram_probe WHERE rowid = 1"))
+            for term, doc in rows:  # the lowest offset of each row comes last and wins
+                _STEMS[missing[int(doc) - 1]] = str(term)
+            await self.session.execute(text("DELETE FROM temp.engram_probe"))
             if len(_STEMS) > 100_000:
                 _STEMS.clear()
         return [_STEMS.get(t, t) for t in terms]
