@@ -28,8 +28,9 @@ class TransitionRepository:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
 
-    async def insert(self, row: dict[str, Any]) -> None:
-        await self.session.execute(insert(TRANSITIONS), [row])
+    async def insert_many(self, rows: Sequence[dict[str, Any]]) -> None:
+        if rows:
+            await self.session.execute(insert(TRANSITIONS), list(rows))
 
     async def link_previous(self, namespace: str, task_id: str, new_id: str) -> None:
         """The task's previous recall gets this one as its next state."""

@@ -27,7 +27,8 @@ from app.core.errors import AppError, Conflict, NotFound, PayloadTooLarge, Store
 from app.db.engine import create_sessionmaker
 from app.db.errors import is_store_outage
 from app.repositories.episodes import EpisodeRepository, Key
-from app.repositories.memories import MemoryRepository
+from app.repositories.memories import MemoryRepository, MemoryUsageRepository
+from app.repositories.rl import TransitionRepository
 from app.services.episode_records import NewEpisode, StepsPayload, step_totals
 from app.storage.blobs import (
     EPISODE_PREFIX,
@@ -69,6 +70,7 @@ class _Batch:
     puts: dict[bytes, bytes] = field(default_factory=dict)
     memories: list[dict[str, Any]] = field(default_factory=list)
     memory_ids: set[Key] = field(default_factory=set)
+    transitions: list[dict[str, Any]] = field(default_factory=list)
     results: list[tuple[asyncio.Future[Any], Any]] = field(default_factory=list)
 
 
@@ -137,6 +139,11 @@ class EpisodeWriter:
             "memory", key, {"row": row, "client_id": client_id}
         )
         return result
+
+    async def log_transition(self, row: dict[str, Any], *, selected: list[str]) -> None:
+        """Record a recall decision in the next group commit (answered once committed)."""
+        key = (row["namespace"], row["id"])
+        await self._submit("transition", key, {"row": row, "selected": selected})
 
     async def delete(self, key: Key) -> None:
         await self._submit("delete", key, None)
@@ -248,7 +255,7 @@ class EpisodeWriter:
         chosen = {c.key for c in commands if c.kind == "memory" and c.data["client_id"]}
         batch.memory_ids = await MemoryRepository(session).existing(chosen)
         repo = EpisodeRepository(session)
-        commands = [c for c in commands if c.kind != "memory"]
+        commands = [c for c in commands if c.kind in EPISODE_KINDS]
         keys = {c.key for c in commands if c.kind != "create" or c.data.client_id}
         idem = {
             (c.key[0], c.data.idempotency_key)
@@ -347,6 +354,22 @@ class EpisodeWriter:
         batch.memories.append(cmd.data["row"])
         batch.results.append((cmd.future, cmd.data["row"]))
 
+    def _decide_transition(self, batch: _Batch, cmd: _Command) -> None:
+        batch.transitions.append(cmd.data)
+        batch.results.append((cmd.future, cmd.data))
+
+    async def _log_transitions(self, session: AsyncSession, rows: list[dict[str, Any]]) -> None:
+        """Recall decisions: the rows, the link from each task's previous recall, and the
+        chosen memories' use counts."""
+        transitions = TransitionRepository(session)
+        usage = MemoryUsageRepository(session)
+        await transitions.insert_many([r["row"] for r in rows])
+        for r in rows:
+            row = r["row"]
+            if row["task_id"] is not None:
+                await transitions.link_previous(row["namespace"], row["task_id"], row["id"])
+            await usage.mark_used(row["namespace"], r["selected"], now=row["created_at"])
+
     def _decide_delete(self, batch: _Batch, cmd: _Command) -> None:
         self._existing(batch, cmd.key)
         batch.state[cmd.key] = None
@@ -368,12 +391,14 @@ class EpisodeWriter:
         repo = EpisodeRepository(session)
         await repo.insert_many(batch.inserts)
         await MemoryRepository(session).insert_many(batch.memories)
+        if batch.transitions:
+            await self._log_transitions(session, batch.transitions)
         for key, values in batch.updates.items():
             if key not in batch.deletes:
                 await repo.update_values(key, values)
         for key in batch.deletes:
             await repo.delete(key)
-        if batch.inserts or batch.updates or batch.deletes or batch.memories:
+        if batch.inserts or batch.updates or batch.deletes or batch.memories or batch.transitions:
             await session.commit()
         for ns, eid in batch.deletes:
             # Rows are gone and committed; a crash before this leaves orphans for the sweep.
@@ -414,11 +439,13 @@ _DECIDE: dict[str, Callable[[EpisodeWriter, _Batch, _Command], None]] = {
     "complete": EpisodeWriter._decide_complete,
     "delete": EpisodeWriter._decide_delete,
     "memory": EpisodeWriter._decide_memory,
+    "transition": EpisodeWriter._decide_transition,
 }
+EPISODE_KINDS = {"create", "append", "complete", "delete"}
 
 
 def _touches_deleted(batch: _Batch, cmd: _Command) -> bool:
-    if cmd.kind == "memory":
+    if cmd.kind not in EPISODE_KINDS:
         return False
     if cmd.key in batch.deletes:
         return True

@@ -18,7 +18,6 @@ from app.learning.policy import POLICY_ID, POLICY_VERSION, Candidate, decide
 from app.learning.ranking import query_terms
 from app.models import Memory
 from app.repositories.memories import MemoryFilters, MemoryRepository, MemoryUsageRepository
-from app.repositories.rl import TransitionRepository
 from app.schemas.recall import (
     PolicyRef,
     RecalledMemory,
@@ -26,6 +25,7 @@ from app.schemas.recall import (
     RecallResponse,
     SuppressedMemory,
 )
+from app.services.episode_writer import EpisodeWriter
 from app.services.ids import uuid7
 from app.services.memories import derived_status
 
@@ -39,11 +39,18 @@ _REASONS = {
 
 class RecallService:
     def __init__(
-        self, session: AsyncSession, *, settings: RecallSettings, rng: random.Random
+        self,
+        session: AsyncSession,
+        *,
+        writer: EpisodeWriter,
+        settings: RecallSettings,
+        rng: random.Random,
     ) -> None:
+        # Candidates are read in the request's (read) session; the decision is written
+        # through the writer's group commit, so a recall never holds the write lock.
         self.memories = MemoryRepository(session)
         self.usage = MemoryUsageRepository(session)
-        self.transitions = TransitionRepository(session)
+        self.writer = writer
         self.settings = settings
         self.rng = rng
 
@@ -132,7 +139,7 @@ class RecallService:
             "inclusion": decision.inclusion,
             "explored": decision.explored,
         }
-        await self.transitions.insert(
+        await self.writer.log_transition(
             {
                 "namespace": namespace,
                 "id": recall_id,
@@ -150,11 +157,9 @@ class RecallService:
                 "next_id": None,
                 "created_at": now,
                 "completed_at": None,
-            }
+            },
+            selected=decision.order,
         )
-        if req.task_id is not None:
-            await self.transitions.link_previous(namespace, req.task_id, recall_id)
-        await self.usage.mark_used(namespace, decision.order, now=now)
 
         selected = []
         for cid in decision.order:

@@ -19,10 +19,12 @@ router = APIRouter(prefix="/v1", tags=["recall"])
     "/recall", response_model=RecallResponse, responses=error_responses(401, 403, 422, 503)
 )
 async def recall(
-    body: RecallRequest, principal: AgentDep, session: WriteSessionDep, state: StateDep
+    body: RecallRequest, principal: AgentDep, session: SessionDep, state: StateDep
 ) -> RecallResponse:
     """Choose memories for a task under a token budget; the decision is logged for RL."""
-    service = RecallService(session, settings=state.settings.recall, rng=state.recall_rng)
+    service = RecallService(
+        session, writer=state.writer, settings=state.settings.recall, rng=state.recall_rng
+    )
     return await service.recall(principal.namespace, body)
 
 
