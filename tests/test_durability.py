@@ -35,7 +35,10 @@ async def test_acknowledged_episodes_survive_kill_9(settings: Settings, tmp_path
 
             agents = [asyncio.create_task(agent(n)) for n in range(8)]
             # Kill while requests are still in flight, right after some were acknowledged.
+            deadline = asyncio.get_running_loop().time() + 60
             while len(acked) < 120:
+                assert asyncio.get_running_loop().time() < deadline, "the server stopped answering"
+                assert not all(a.done() for a in agents), [a.exception() for a in agents]
                 await asyncio.sleep(0.001)
             server.kill()
             await asyncio.gather(*agents, return_exceptions=True)
