@@ -10,12 +10,14 @@ import asyncio
 import random
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Annotated
 
 from fastapi import Depends, Request
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.core.config import Settings
+from app.core.errors import InvalidInput
 from app.services.auth import Authenticator, Principal, Role
 from app.services.episode_writer import EpisodeWriter
 from app.services.episodes import EpisodeService
@@ -63,6 +65,20 @@ async def _session(factory: async_sessionmaker[AsyncSession]) -> AsyncIterator[A
         except BaseException:
             await session.rollback()
             raise
+
+
+def page_size(limit: int | None, settings: Settings) -> int:
+    """The page size asked for (at most max_page_size, else 422) or the default."""
+    limits = settings.limits
+    if limit is not None and limit > limits.max_page_size:
+        raise InvalidInput(f"limit: at most {limits.max_page_size}", field="limit")
+    return limit or limits.default_page_size
+
+
+def check_window(since: datetime | None, until: datetime | None) -> None:
+    """A time-range filter must not be empty or reversed."""
+    if since is not None and until is not None and since >= until:
+        raise InvalidInput("until: must be after since", field="until")
 
 
 async def get_session(state: StateDep) -> AsyncIterator[AsyncSession]:

@@ -11,6 +11,7 @@ from sqlalchemy import ColumnElement, Table, and_, delete, insert, or_, select, 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Episode
+from app.repositories import keyset
 
 EPISODES = cast(Table, Episode.__table__)
 Key = tuple[str, str]
@@ -100,12 +101,6 @@ class EpisodeRepository:
         if filters.until is not None:
             stmt = stmt.where(Episode.created_at < filters.until)
         if after is not None:
-            created_at, episode_id = after
-            stmt = stmt.where(
-                or_(
-                    Episode.created_at < created_at,
-                    and_(Episode.created_at == created_at, Episode.id < episode_id),
-                )
-            )
+            stmt = stmt.where(keyset.before(Episode.created_at, Episode.id, after))
         stmt = stmt.order_by(Episode.created_at.desc(), Episode.id.desc()).limit(limit)
         return list((await self.session.execute(stmt)).scalars())

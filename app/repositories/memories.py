@@ -34,6 +34,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.learning.ranking import STALE_AFTER_DAYS, WEIGHTS
 from app.models import Memory
+from app.repositories import keyset
 
 MEMORIES = cast(Table, Memory.__table__)
 FTS = table("memories_fts", column("memory_id"))
@@ -288,13 +289,7 @@ class MemoryRepository:
     ) -> list[Memory]:
         stmt = select(Memory).where(*_filters(namespace, filters, now))
         if after is not None:
-            created_at, memory_id = after
-            stmt = stmt.where(
-                or_(
-                    Memory.created_at < created_at,
-                    and_(Memory.created_at == created_at, Memory.id < memory_id),
-                )
-            )
+            stmt = stmt.where(keyset.before(Memory.created_at, Memory.id, after))
         stmt = stmt.order_by(Memory.created_at.desc(), Memory.id.desc()).limit(limit)
         return list((await self.session.execute(stmt)).scalars())
 

@@ -11,6 +11,7 @@ from sqlalchemy import Select, Table, and_, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Reward, Transition
+from app.repositories import keyset
 
 TRANSITIONS = cast(Table, Transition.__table__)
 REWARDS = cast(Table, Reward.__table__)
@@ -148,13 +149,7 @@ class TransitionRepository:
         if filters.task_type is not None:
             stmt = stmt.where(Transition.task_type == filters.task_type)
         if after is not None:
-            created_at, tid = after
-            stmt = stmt.where(
-                or_(
-                    Transition.created_at > created_at,
-                    and_(Transition.created_at == created_at, Transition.id > tid),
-                )
-            )
+            stmt = stmt.where(keyset.after(Transition.created_at, Transition.id, after))
         return stmt.order_by(Transition.created_at, Transition.id)
 
     async def completed_chunk(
@@ -213,12 +208,6 @@ class RewardRepository:
         if task_id is not None:
             stmt = stmt.where(Reward.task_id == task_id)
         if after is not None:
-            created_at, rid = after
-            stmt = stmt.where(
-                or_(
-                    Reward.created_at < created_at,
-                    and_(Reward.created_at == created_at, Reward.id < rid),
-                )
-            )
+            stmt = stmt.where(keyset.before(Reward.created_at, Reward.id, after))
         stmt = stmt.order_by(Reward.created_at.desc(), Reward.id.desc()).limit(limit)
         return list((await self.session.execute(stmt)).scalars())

@@ -14,7 +14,9 @@ from app.api.deps import (
     ReaderDep,
     SessionDep,
     SettingsDep,
+    check_window,
     get_episode_service,
+    page_size,
     require_agent,
 )
 from app.core.errors import InvalidInput, error_responses
@@ -103,11 +105,8 @@ async def list_episodes(
     limit: Annotated[int | None, Query(ge=1)] = None,
 ) -> EpisodePage:
     """List episodes, newest first, with filters and a keyset cursor."""
-    limits = settings.limits
-    if limit is not None and limit > limits.max_page_size:
-        raise InvalidInput(f"limit: at most {limits.max_page_size}", field="limit")
-    if since is not None and until is not None and since >= until:
-        raise InvalidInput("until: must be after since", field="until")
+    size = page_size(limit, settings)
+    check_window(since, until)
     filters = EpisodeFilters(
         task_id=task_id,
         agent_id=agent_id,
@@ -122,7 +121,7 @@ async def list_episodes(
         principal.namespace,
         filters,
         cursor=cursor,
-        limit=limit or limits.default_page_size,
+        limit=size,
     )
 
 

@@ -14,6 +14,7 @@ from app.api.deps import (
     SettingsDep,
     StateDep,
     WriteSessionDep,
+    page_size,
 )
 from app.core.errors import InvalidInput, error_responses
 from app.repositories.memories import MemoryFilters
@@ -73,9 +74,7 @@ async def list_memories(
     limit: Annotated[int | None, Query(ge=1)] = None,
 ) -> MemoryPage:
     """List memories, newest first, filtered by type, status, sensitivity and scope."""
-    limits = settings.limits
-    if limit is not None and limit > limits.max_page_size:
-        raise InvalidInput(f"limit: at most {limits.max_page_size}", field="limit")
+    size = page_size(limit, settings)
     scope_filter: dict[str, str] = {}
     for item in scope or []:
         match = _SCOPE_PARAM.match(item)
@@ -89,7 +88,7 @@ async def list_memories(
         scope=scope_filter or None,
     )
     return await _service(session, settings).list(
-        principal.namespace, filters, cursor=cursor, limit=limit or limits.default_page_size
+        principal.namespace, filters, cursor=cursor, limit=size
     )
 
 

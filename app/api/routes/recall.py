@@ -6,8 +6,16 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response, status
 
-from app.api.deps import AgentDep, ReaderDep, SessionDep, SettingsDep, StateDep, WriteSessionDep
-from app.core.errors import InvalidInput, error_responses
+from app.api.deps import (
+    AgentDep,
+    ReaderDep,
+    SessionDep,
+    SettingsDep,
+    StateDep,
+    WriteSessionDep,
+    page_size,
+)
+from app.core.errors import error_responses
 from app.schemas.recall import RecallRequest, RecallResponse, RewardCreate, RewardPage, RewardRead
 from app.services.recall import RecallService
 from app.services.rewards import RewardService
@@ -58,12 +66,10 @@ async def list_rewards(
     limit: Annotated[int | None, Query(ge=1)] = None,
 ) -> RewardPage:
     """Rewards, newest first."""
-    if limit is not None and limit > settings.limits.max_page_size:
-        raise InvalidInput(f"limit: at most {settings.limits.max_page_size}", field="limit")
     return await RewardService(session).list(
         principal.namespace,
         recall_id=recall_id,
         task_id=task_id,
         cursor=cursor,
-        limit=limit or settings.limits.default_page_size,
+        limit=page_size(limit, settings),
     )

@@ -10,8 +10,8 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
 from pydantic import AwareDatetime
 
-from app.api.deps import ReaderDep, SessionDep, SettingsDep, StateDep
-from app.core.errors import InvalidInput, error_responses
+from app.api.deps import ReaderDep, SessionDep, SettingsDep, StateDep, check_window, page_size
+from app.core.errors import error_responses
 from app.learning.features import SCHEMA_VERSION
 from app.repositories.rl import DatasetFilters, TransitionRepository
 from app.schemas.recall import PolicyRead, TransitionPage, TransitionRead
@@ -28,8 +28,7 @@ def _filters(
     policy_id: str | None,
     task_type: str | None,
 ) -> DatasetFilters:
-    if since is not None and until is not None and since >= until:
-        raise InvalidInput("until: must be after since", field="until")
+    check_window(since, until)
     return DatasetFilters(since=since, until=until, policy_id=policy_id, task_type=task_type)
 
 
@@ -49,18 +48,16 @@ async def list_transitions(
     limit: Annotated[int | None, Query(ge=1)] = None,
 ) -> TransitionPage:
     """Every transition, pending ones included, oldest first."""
-    if limit is not None and limit > settings.limits.max_page_size:
-        raise InvalidInput(f"limit: at most {settings.limits.max_page_size}", field="limit")
-    page_size = limit or settings.limits.default_page_size
+    size = page_size(limit, settings)
     rows = await TransitionRepository(session).page(
         principal.namespace,
         status=status,
         filters=_filters(since, until, policy_id, task_type),
         after=decode_cursor(cursor) if cursor else None,
-        limit=page_size + 1,
+        limit=size + 1,
     )
-    more = len(rows) > page_size
-    rows = rows[:page_size]
+    more = len(rows) > size
+    rows = rows[:size]
     return TransitionPage(
         items=[TransitionRead.model_validate(r, from_attributes=True) for r in rows],
         next_cursor=encode_cursor(rows[-1].created_at, rows[-1].id) if more else None,
