@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,29 +21,13 @@ from app.schemas.episode import (
     StepCreate,
     StepRead,
 )
+from app.services import pagination
 from app.services.episode_records import build_episode, prepare_steps
 from app.services.episode_writer import EpisodeWriter, Replayed
 from app.services.ids import uuid7
 from app.storage.blobs import BlobStore, episode_prefix, parse_episode_key
 
 IDEMPOTENCY_KEY_MAX = 256
-
-
-def encode_cursor(created_at: datetime, episode_id: str) -> str:
-    raw = orjson.dumps([created_at.isoformat(), episode_id])
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> tuple[datetime, str]:
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        stamp, episode_id = orjson.loads(raw)
-        created_at = datetime.fromisoformat(stamp)
-        if created_at.tzinfo is None or not isinstance(episode_id, str):
-            raise ValueError
-    except (ValueError, TypeError, binascii.Error, orjson.JSONDecodeError) as exc:
-        raise InvalidInput("cursor: not a cursor returned by this API", field="cursor") from exc
-    return created_at.astimezone(UTC), episode_id
 
 
 class EpisodeService:
@@ -145,11 +127,8 @@ class EpisodeService:
         limit: int,
     ) -> EpisodePage:
         """Newest first, with a keyset cursor."""
-        after = decode_cursor(cursor) if cursor else None
         repo = EpisodeRepository(session)
-        rows = await repo.list(namespace, filters, after=after, limit=limit + 1)
-        more = len(rows) > limit
-        rows = rows[:limit]
+        rows = await repo.list(namespace, filters, after=pagination.after(cursor), limit=limit + 1)
+        rows, next_cursor = pagination.cut(rows, limit)
         items = [EpisodeSummary.model_validate(r, from_attributes=True) for r in rows]
-        next_cursor = encode_cursor(rows[-1].created_at, rows[-1].id) if more else None
         return EpisodePage(items=items, next_cursor=next_cursor)

@@ -27,8 +27,8 @@ from app.schemas.memory import (
     MemorySupersede,
     ScoreParts,
 )
+from app.services import pagination
 from app.services.episode_writer import EpisodeWriter
-from app.services.episodes import decode_cursor, encode_cursor
 from app.services.ids import uuid7
 
 # A memory can leave these statuses through each transition; anything else is a 409.
@@ -139,11 +139,9 @@ class MemoryService:
     ) -> MemoryPage:
         """Newest first, with a keyset cursor."""
         now = datetime.now(UTC)
-        after = decode_cursor(cursor) if cursor else None
+        after = pagination.after(cursor)
         rows = await self.repo.list(namespace, filters, now=now, after=after, limit=limit + 1)
-        more = len(rows) > limit
-        rows = rows[:limit]
-        next_cursor = encode_cursor(rows[-1].created_at, rows[-1].id) if more else None
+        rows, next_cursor = pagination.cut(rows, limit)
         return MemoryPage(items=[to_read(m, now=now) for m in rows], next_cursor=next_cursor)
 
     async def _transition(

@@ -15,7 +15,7 @@ from app.models import Reward, Transition
 from app.repositories.memories import MemoryUsageRepository
 from app.repositories.rl import RewardRepository, TransitionRepository
 from app.schemas.recall import RewardCreate, RewardPage, RewardRead
-from app.services.episodes import decode_cursor, encode_cursor
+from app.services import pagination
 from app.services.ids import uuid7
 
 
@@ -143,13 +143,11 @@ class RewardService:
         cursor: str | None,
         limit: int,
     ) -> RewardPage:
-        after = decode_cursor(cursor) if cursor else None
+        after = pagination.after(cursor)
         rows = await self.rewards.page(
             namespace, recall_id=recall_id, task_id=task_id, after=after, limit=limit + 1
         )
-        more = len(rows) > limit
-        rows = rows[:limit]
+        rows, next_cursor = pagination.cut(rows, limit)
         completed = await self.transitions.ids_by_reward(namespace, [r.id for r in rows])
         items = [_read(r, completed[r.id]) for r in rows]
-        next_cursor = encode_cursor(rows[-1].created_at, rows[-1].id) if more else None
         return RewardPage(items=items, next_cursor=next_cursor)

@@ -15,8 +15,7 @@ from app.core.errors import error_responses
 from app.learning.features import SCHEMA_VERSION
 from app.repositories.rl import DatasetFilters, TransitionRepository
 from app.schemas.recall import PolicyRead, TransitionPage, TransitionRead
-from app.services import dataset, policies
-from app.services.episodes import decode_cursor, encode_cursor
+from app.services import dataset, pagination, policies
 
 router = APIRouter(prefix="/v1", tags=["rl"])
 MAX_EXPORT = 100_000
@@ -53,14 +52,13 @@ async def list_transitions(
         principal.namespace,
         status=status,
         filters=_filters(since, until, policy_id, task_type),
-        after=decode_cursor(cursor) if cursor else None,
+        after=pagination.after(cursor),
         limit=size + 1,
     )
-    more = len(rows) > size
-    rows = rows[:size]
+    rows, next_cursor = pagination.cut(rows, size)
     return TransitionPage(
         items=[TransitionRead.model_validate(r, from_attributes=True) for r in rows],
-        next_cursor=encode_cursor(rows[-1].created_at, rows[-1].id) if more else None,
+        next_cursor=next_cursor,
     )
 
 
@@ -92,7 +90,7 @@ async def download_dataset(
 ) -> StreamingResponse:
     """Completed transitions for offline RL and off-policy evaluation (see /v1/rl/metadata)."""
     filters = _filters(since, until, policy_id, task_type)
-    after = decode_cursor(cursor) if cursor else None
+    after = pagination.after(cursor)
     last, more = await TransitionRepository(session).boundary(
         principal.namespace, filters=filters, after=after, limit=limit
     )
@@ -107,7 +105,7 @@ async def download_dataset(
     )
     headers = {"X-Schema-Version": SCHEMA_VERSION}
     if more and last is not None:
-        params = dict(request.query_params) | {"cursor": encode_cursor(*last)}
+        params = dict(request.query_params) | {"cursor": pagination.encode_cursor(*last)}
         headers["Link"] = f'<{request.url.path}?{urlencode(params)}>; rel="next"'
     if format == "parquet":
         spooled = await export.parquet()
