@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
+import orjson
 from sqlalchemy import (
     ColumnElement,
     Float,
@@ -16,13 +17,11 @@ from sqlalchemy import (
     and_,
     bindparam,
     case,
-    column,
     func,
     insert,
     literal_column,
     or_,
     select,
-    table,
     text,
     tuple_,
     update,
@@ -37,12 +36,14 @@ from app.models import Memory
 from app.repositories import keyset
 
 MEMORIES = cast(Table, Memory.__table__)
-FTS = table("memories_fts", column("memory_id"))
 # Text matches kept, by relevance alone, before the blended score is computed.
 PREFILTER = 200
-COMMON_SHARE = 0.02
 PRUNE_FROM = 5000  # memories in the namespace before common terms are dropped
 MIN_MATCH_TERMS = 4
+POSTINGS_BUDGET = 6000
+# Below this share of the index, the namespace is filtered inside the full-text engine.
+NS_FILTER_BELOW = 0.5
+TOTAL = "\x00total"  # key of the index's row count among the term frequencies
 # Term statistics only steer which terms to match on, so slightly old ones are fine.
 DF_TTL_S = 30.0
 _STEMS: dict[str, str] = {}  # same tokenizer everywhere, so one table for the process
@@ -141,29 +142,24 @@ class MemoryRepository:
     ) -> list[tuple[Memory, dict[str, float]]]:
         """Ranked full-text matches; ranking, filters and limit all run in the database.
 
-        The engine first keeps the best PREFILTER matches by text relevance alone (in C,
-        restricted to the namespace); the blended score is computed only for those.
+        The engine first keeps the best PREFILTER matches by text relevance alone (in C);
+        the blended score is computed only for those, relative to the best match.
         """
         prefilter = max(PREFILTER, 4 * limit)
-        dialect = self.session.get_bind().dialect.name
         age_days: ColumnElement[Any]
         last = func.coalesce(Memory.last_used_at, Memory.updated_at)
-        if dialect == "sqlite":
-            token = "n" + namespace.encode().hex().upper() + "x"
-            words = " OR ".join(f'"{t}"' for t in await self._selective_terms(token, terms))
-            bm25 = func.bm25(literal_column("memories_fts"), 1.0, 0.0)
-            matched = (
-                select(FTS.c.memory_id.label("memory_id"), (-bm25).label("relevance"))
-                .select_from(FTS)
-                .where(
-                    literal_column("memories_fts").op("MATCH")(
-                        f'ns:"{token}" AND content:({words})'
-                    )
-                )
-                .order_by(bm25)
-                .limit(prefilter)
-                .subquery("matched")
-            )
+        source: Any
+        text_part: ColumnElement[Any]
+        if self.session.get_bind().dialect.name == "sqlite":
+            relevance = await self._fts_matches(namespace, terms, prefilter)
+            if not relevance:
+                return []
+            # The matches go back in as a JSON object (id -> relevance / best relevance).
+            source = func.json_each(
+                bindparam("matched", orjson.dumps(relevance).decode())
+            ).table_valued("key", "value", name="matched")
+            matched_id: ColumnElement[Any] = source.c.key
+            text_part = sql_cast(source.c.value, Float)
             fmt = "%Y-%m-%d %H:%M:%S.%f"
             age_days = func.julianday(now.strftime(fmt)) - func.julianday(last)
             clip = _clip_sqlite
@@ -171,41 +167,43 @@ class MemoryRepository:
             tsquery = func.to_tsquery(literal_column("'english'::regconfig"), " | ".join(terms))
             vector: ColumnElement[Any] = literal_column("memories.search_vector")
             rank = func.ts_rank_cd(vector, tsquery)
-            matched = (
+            source = (
                 select(MEMORIES.c.id.label("memory_id"), rank.label("relevance"))
                 .where(MEMORIES.c.namespace == namespace, vector.op("@@")(tsquery))
                 .order_by(rank.desc())
                 .limit(prefilter)
                 .subquery("matched")
             )
+            matched_id = source.c.memory_id
+            best = func.nullif(func.max(source.c.relevance).over(), 0.0)
+            text_part = _clip_postgres(sql_cast(source.c.relevance, Float) / best)
             age_days = func.extract("epoch", func.now() - last) / 86400.0
             clip = _clip_postgres
-        relevance = sql_cast(matched.c.relevance, Float)
-        # Relative to the best match of this query: 1 for the best, toward 0 for weak ones.
-        text_part = clip(relevance / func.nullif(func.max(relevance).over(), 0.0))
+        text_part = func.coalesce(text_part, 0.0)
         mean = case((Memory.reward_count > 0, Memory.reward_sum / Memory.reward_count), else_=0.0)
         value = case((Memory.reward_count > 0, clip((mean + 1.0) / 2.0)), else_=0.5)
         staleness = clip(age_days / STALE_AFTER_DAYS)
         score = (
-            func.coalesce(text_part, 0.0) * WEIGHTS.text
+            text_part * WEIGHTS.text
             + Memory.criticality * WEIGHTS.criticality
             + Memory.confidence * WEIGHTS.confidence
             + value * WEIGHTS.value
             - staleness * WEIGHTS.staleness
         )
-        inner = (
+        stmt = (
             select(
                 Memory,
-                func.coalesce(text_part, 0.0).label("text"),
+                text_part.label("text"),
                 value.label("value"),
                 staleness.label("staleness"),
                 score.label("score"),
             )
-            .select_from(matched)
-            .join(Memory, and_(Memory.namespace == namespace, Memory.id == matched.c.memory_id))
+            .select_from(source)
+            .join(Memory, and_(Memory.namespace == namespace, Memory.id == matched_id))
             .where(*_filters(namespace, filters, now))
+            .order_by(literal_column("score").desc(), Memory.id)
+            .limit(limit)
         )
-        stmt = inner.order_by(literal_column("score").desc(), Memory.id).limit(limit)
         rows = await self.session.execute(stmt)
         return [
             (
@@ -220,26 +218,65 @@ class MemoryRepository:
             for memory, text, val, stale, sc in rows
         ]
 
-    async def _selective_terms(self, ns_token: str, terms: Sequence[str]) -> list[str]:
-        """The query terms worth matching on. Terms no memory holds are dropped; common
-        terms (in more than COMMON_SHARE of the namespace's memories) are dropped when
-        rarer ones remain, since a term in every other memory ranks little and costs
-        much, as long as MIN_MATCH_TERMS remain (the rarest). Small namespaces (under
-        PRUNE_FROM memories) keep every term that matches. At most MAX_MATCH_TERMS."""
-        if len(terms) <= 2:
-            return list(terms)
+    async def _fts_matches(
+        self, namespace: str, terms: Sequence[str], prefilter: int
+    ) -> dict[str, float]:
+        """The namespace's best matches by BM25 alone: memory id -> relevance relative to
+        the best one (1.0 for the best).
+
+        Run as a query of its own so that SQLite reads each match's id only when it enters
+        the top `prefilter` (as part of a join it would read all of them). A namespace that
+        holds most of the index is filtered after ranking instead of inside the engine: the
+        namespace token's posting list is then as long as the index, and reading it would
+        cost more than the over-fetch (the ranking is the same, BM25 statistics are global).
+        """
+        token = "n" + namespace.encode().hex().upper() + "x"
+        chosen, share = await self._selective_terms(token, terms)
+        words = " OR ".join(f'"{t}"' for t in chosen)
+        if share >= NS_FILTER_BELOW:
+            query, fetch = f"content:({words})", int(prefilter / share) + 1
+        else:
+            query, fetch = f'ns:"{token}" AND content:({words})', prefilter
+        rows = await self.session.execute(
+            text(
+                "SELECT memory_id, ns, -bm25(memories_fts, 1.0, 0.0) AS relevance "
+                "FROM memories_fts WHERE memories_fts MATCH :query "
+                "ORDER BY relevance DESC LIMIT :fetch"
+            ),
+            {"query": query, "fetch": fetch},
+        )
+        found = [(str(mid), float(rel)) for mid, ns, rel in rows if ns == token]
+        best = max((rel for _, rel in found[:prefilter]), default=0.0)
+        return {mid: (rel / best if best > 0 else 0.0) for mid, rel in found[:prefilter]}
+
+    async def _selective_terms(
+        self, ns_token: str, terms: Sequence[str]
+    ) -> tuple[list[str], float]:
+        """The query terms worth matching on, and the namespace's share of the index.
+
+        Terms no memory holds are dropped. Once the namespace holds PRUNE_FROM memories,
+        the rarest terms are kept: always MIN_MATCH_TERMS of them, then more while their
+        posting lists together stay under POSTINGS_BUDGET (BM25 gives common terms little
+        weight, and scoring each of their postings is what a query costs). At most
+        MAX_MATCH_TERMS."""
         stems = await self._stems(terms)
-        df = await self._frequencies([*stems, ns_token.lower()])
-        total = df[ns_token.lower()]
+        df = await self._frequencies([*stems, ns_token.lower(), TOTAL])
+        total, in_namespace = df[TOTAL], df[ns_token.lower()]
+        share = in_namespace / total if total else 1.0
         count = {i: df[stems[i]] for i in range(len(terms))}
         present = sorted((i for i in count if count[i] > 0), key=lambda i: count[i])
         if not present:
-            return list(terms)  # nothing matches; let the engine say so
-        if total < PRUNE_FROM:
-            return [terms[i] for i in sorted(present)][:MAX_MATCH_TERMS]
-        rare = [i for i in present if count[i] <= COMMON_SHARE * total]
-        chosen = rare if len(rare) >= MIN_MATCH_TERMS else present[:MIN_MATCH_TERMS]
-        return [terms[i] for i in sorted(chosen[:MAX_MATCH_TERMS])]
+            return list(terms), share  # nothing matches; let the engine say so
+        if in_namespace < PRUNE_FROM:
+            return [terms[i] for i in sorted(present)][:MAX_MATCH_TERMS], share
+        chosen: list[int] = []
+        postings = 0
+        for i in present[:MAX_MATCH_TERMS]:
+            if len(chosen) >= MIN_MATCH_TERMS and postings + count[i] > POSTINGS_BUDGET:
+                break
+            chosen.append(i)
+            postings += count[i]
+        return [terms[i] for i in sorted(chosen)], share
 
     async def _stems(self, terms: Sequence[str]) -> list[str]:
         """The index's stem of each term (the tokenizer runs in a private temp table)."""
@@ -269,9 +306,12 @@ class MemoryRepository:
                 text("SELECT term, doc FROM memories_fts_vocab WHERE term IN :terms").bindparams(
                     bindparam("terms", expanding=True)
                 ),
-                {"terms": stale},
+                {"terms": [t for t in stale if t != TOTAL]},
             )
             found = {str(term): int(doc) for term, doc in rows}
+            if TOTAL in stale:
+                rows_total = select(func.count()).select_from(MEMORIES)
+                found[TOTAL] = int(await self.session.scalar(rows_total) or 0)
             for term in stale:
                 cache[term] = (now, found.get(term, 0))
             if len(cache) > 100_000:
