@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from app.core.config import Settings
 from app.db.engine import create_engine, create_sessionmaker
 from app.db.migrate import migrate
+from app.learning.features import observation_vector
 from app.learning.ranking import query_terms
 from app.repositories.memories import MEMORIES
 from app.repositories.rl import TRANSITIONS
@@ -183,6 +184,7 @@ async def export_rate(server: EngramServer, url: str, n: int) -> tuple[float, in
         ][0]
     engine = create_engine(Settings(database_url=url))
     now = datetime.now(UTC)
+    vector = observation_vector(model["state"], Settings().recall.max_candidates, pad=False)
     async with create_sessionmaker(engine, write=True)() as session:
         for lo in range(0, n, 2000):
             rows = [
@@ -196,6 +198,7 @@ async def export_rate(server: EngramServer, url: str, n: int) -> tuple[float, in
                     "policy_version": 1,
                     "state": model["state"],
                     "action": model["action"],
+                    "observation_vector": vector,
                     "propensity": model["propensity"],
                     "status": "completed",
                     "reward": 1.0,
@@ -211,17 +214,17 @@ async def export_rate(server: EngramServer, url: str, n: int) -> tuple[float, in
     await engine.dispose()
     rss_before = server.rss_bytes()
     peak = rss_before
-    count = 0
+    count = seen = 0
     t0 = time.perf_counter()
     async with httpx.AsyncClient(base_url=server.url, timeout=300) as client:
         async with client.stream(
             "GET", "/v1/rl/dataset", params={"limit": 100_000, "task_type": "bench"}
         ) as r:
-            async for line in r.aiter_lines():
-                if line:
-                    count += 1
-                    if count % 2000 == 0:
-                        peak = max(peak, server.rss_bytes())
+            async for data in r.aiter_bytes():
+                count += data.count(b"\n")
+                if count // 2000 > seen:
+                    seen = count // 2000
+                    peak = max(peak, server.rss_bytes())
     elapsed = time.perf_counter() - t0
     return count / elapsed, count, rss_before, peak
 

@@ -83,15 +83,17 @@ _REQUEST = itemgetter(*REQUEST_FEATURES)
 _CANDIDATE = itemgetter(*CANDIDATE_FEATURES)
 
 
-def observation_vector(state: dict[str, Any], slots: int) -> list[float]:
-    """Request features, then `slots` candidate slots of CANDIDATE_FEATURES (zeros if empty)."""
+def observation_vector(state: dict[str, Any], slots: int, *, pad: bool = True) -> list[float]:
+    """Request features, then `slots` candidate slots of CANDIDATE_FEATURES (zeros if empty;
+    without `pad`, the slots of absent candidates are left out)."""
     # itemgetter: the export builds this for every row, and a loop per value is its
     # largest cost.
     vector: list[float] = [float(v) for v in _REQUEST(state["request"])]
     candidates = state["candidates"][:slots]
     for cand in candidates:
         vector.extend(_CANDIDATE(cand["features"]))
-    vector.extend([0.0] * (len(CANDIDATE_FEATURES) * (slots - len(candidates))))
+    if pad:
+        vector.extend([0.0] * (len(CANDIDATE_FEATURES) * (slots - len(candidates))))
     return vector
 
 

@@ -3,8 +3,9 @@
 score = text·w_text + criticality·w_crit + confidence·w_conf + value·w_value
         − staleness·w_stale
 where text = r / r_best for the engine's relevance r (BM25 on SQLite, ts_rank_cd on
-PostgreSQL) relative to the best match of the query, value = (mean reward + 1)/2 clipped to [0, 1] (0.5 before any reward),
-staleness = days since last use (or update) / 365, at most 1.
+PostgreSQL) relative to the best match of the query, value = (mean reward + 1)/2
+clipped to [0, 1] (0.5 before any reward), staleness = days since last use (or update)
+/ 365, at most 1.
 """
 
 from __future__ import annotations

@@ -25,6 +25,9 @@ class Transition(Base):
     policy_version: Mapped[int] = mapped_column(Integer)
     state: Mapped[dict[str, Any]] = mapped_column(JSON)
     action: Mapped[dict[str, Any]] = mapped_column(JSON)
+    # observation_vector(state) without the zero padding, computed when the recall is
+    # logged so that the export copies it instead of rebuilding it (None: older rows).
+    observation_vector: Mapped[list[float] | None] = mapped_column(JSON)
     propensity: Mapped[float] = mapped_column(Float)
     # pending until a reward completes it; completed exactly once.
     status: Mapped[str] = mapped_column(String(16))

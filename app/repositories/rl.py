@@ -7,7 +7,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Select, Table, and_, insert, or_, select, update
+from sqlalchemy import (
+    Row,
+    Select,
+    Table,
+    Text,
+    and_,
+    case,
+    insert,
+    or_,
+    select,
+    type_coerce,
+    update,
+)
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Reward, Transition
@@ -23,6 +35,24 @@ class DatasetFilters:
     until: datetime | None = None
     policy_id: str | None = None
     task_type: str | None = None
+
+
+RAW_COLUMNS = (
+    Transition.id,
+    Transition.task_id,
+    Transition.agent_id,
+    Transition.task_type,
+    Transition.policy_id,
+    Transition.policy_version,
+    Transition.created_at,
+    Transition.completed_at,
+    Transition.propensity,
+    Transition.reward,
+    Transition.next_id,
+    type_coerce(Transition.state, Text).label("state"),
+    type_coerce(Transition.action, Text).label("action"),
+    type_coerce(Transition.observation_vector, Text).label("vector"),
+)
 
 
 class TransitionRepository:
@@ -124,9 +154,15 @@ class TransitionRepository:
         return ((row[0], row[1]) if row else None), False
 
     def _completed(
-        self, namespace: str, filters: DatasetFilters, after: tuple[datetime, str] | None
+        self,
+        namespace: str,
+        filters: DatasetFilters,
+        after: tuple[datetime, str] | None,
+        columns: Sequence[Any] = (),
     ) -> Select[Any]:
-        return self._select(namespace, status="completed", filters=filters, after=after)
+        return self._select(
+            namespace, status="completed", filters=filters, after=after, columns=columns
+        )
 
     def _select(
         self,
@@ -135,9 +171,11 @@ class TransitionRepository:
         status: str | None,
         filters: DatasetFilters,
         after: tuple[datetime, str] | None,
+        columns: Sequence[Any] = (),
     ) -> Select[Any]:
         """Transitions of the namespace matching the filters, after `after`, oldest first."""
-        stmt = select(Transition).where(Transition.namespace == namespace)
+        stmt = select(*columns) if columns else select(Transition)
+        stmt = stmt.where(Transition.namespace == namespace)
         if status is not None:
             stmt = stmt.where(Transition.status == status)
         if filters.since is not None:
@@ -169,6 +207,39 @@ class TransitionRepository:
             )
         )
         return list((await self.session.execute(stmt.limit(limit))).scalars())
+
+    async def completed_raw_chunk(
+        self,
+        namespace: str,
+        *,
+        filters: DatasetFilters,
+        after: tuple[datetime, str] | None,
+        until_key: tuple[datetime, str],
+        limit: int,
+    ) -> list[Row[Any]]:
+        """completed_chunk as plain rows, with state, action and observation vector as the
+        JSON text stored (the export copies them instead of decoding and encoding them)."""
+        stmt = self._completed(namespace, filters, after, RAW_COLUMNS).where(
+            or_(
+                Transition.created_at < until_key[0],
+                and_(Transition.created_at == until_key[0], Transition.id <= until_key[1]),
+            )
+        )
+        return list((await self.session.execute(stmt.limit(limit))).all())
+
+    async def raw_vectors(
+        self, namespace: str, ids: Sequence[str]
+    ) -> dict[str, tuple[str | None, str | None]]:
+        """id -> (observation vector, state) as JSON text; the state only where the vector
+        was not stored."""
+        if not ids:
+            return {}
+        vector = type_coerce(Transition.observation_vector, Text)
+        state = case((Transition.observation_vector.is_(None), type_coerce(Transition.state, Text)))
+        stmt = select(Transition.id, vector, state).where(
+            Transition.namespace == namespace, Transition.id.in_(list(ids))
+        )
+        return {row[0]: (row[1], row[2]) for row in await self.session.execute(stmt)}
 
     async def states(self, namespace: str, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         if not ids:

@@ -177,6 +177,10 @@ class DatasetExport:
                     return
 
     async def ndjson(self) -> AsyncIterator[bytes]:
+        if self.table == "transitions":
+            async for lines in self._transition_lines():
+                yield lines
+            return
         buffer: list[bytes] = []
         async for row in self.rows():
             buffer.append(orjson.dumps(row, option=orjson.OPT_UTC_Z))
@@ -185,6 +189,83 @@ class DatasetExport:
                 buffer = []
         if buffer:
             yield b"\n".join(buffer) + b"\n"
+
+    async def _transition_lines(self) -> AsyncIterator[bytes]:
+        """The transitions table as NDJSON, a chunk at a time. The stored JSON of the state
+        and of the observation vectors is copied into each line as it is (only the small
+        action document is decoded), so a line costs a few microseconds of Python."""
+        if self.until_key is None:
+            return
+        after = self.after
+        vectors = _Vectors(self.slots)
+        async with self.sessionmaker() as session:
+            repo = TransitionRepository(session)
+            while True:
+                chunk = await repo.completed_raw_chunk(
+                    self.namespace,
+                    filters=self.filters,
+                    after=after,
+                    until_key=self.until_key,
+                    limit=CHUNK,
+                )
+                if not chunk:
+                    return
+                next_ids = [r.next_id for r in chunk if r.next_id]
+                nexts = await repo.raw_vectors(self.namespace, next_ids)
+                lines = []
+                for r in chunk:
+                    following = nexts.get(r.next_id) if r.next_id else None
+                    lines.append(self._line(r, vectors, following))
+                lines.append(b"")
+                yield b"\n".join(lines)
+                after = (chunk[-1].created_at, chunk[-1].id)
+                if len(chunk) < CHUNK:
+                    return
+
+    def _line(
+        self, r: Any, vectors: _Vectors, following: tuple[str | None, str | None] | None
+    ) -> bytes:
+        action = orjson.loads(r.action)
+        # The modes are keyed in the state's candidate order (JSON keeps key order).
+        slot_ids = list(action["modes"])[: self.slots]
+        selected = set(action["selected"])
+        head = orjson.dumps(
+            {
+                "schema_version": SCHEMA_VERSION,
+                "transition_id": r.id,
+                "task_id": r.task_id,
+                "agent_id": r.agent_id,
+                "task_type": r.task_type,
+                "policy_id": r.policy_id,
+                "policy_version": r.policy_version,
+                "created_at": r.created_at,
+                "completed_at": r.completed_at,
+                "actions": {"selected": action["selected"], "modes": action["modes"]},
+                "action_vector": [1 if mid in selected else 0 for mid in slot_ids]
+                + [0] * (self.slots - len(slot_ids)),
+                "pscore": r.propensity,
+                "inclusion_pscores": action["inclusion"],
+                "explored": action["explored"],
+                "rewards": r.reward,
+                "terminations": r.next_id is None,
+                "truncations": False,
+                "next_transition_id": r.next_id,
+            },
+            option=orjson.OPT_UTC_Z,
+        )
+        following_vector = vectors.padded(*following) if following is not None else b"null"
+        return b"".join(
+            (
+                head[:-1],
+                b',"observations":',
+                r.state.encode(),
+                b',"observation_vector":',
+                vectors.padded(r.vector, r.state),
+                b',"next_observation_vector":',
+                following_vector,
+                b"}",
+            )
+        )
 
     async def parquet(self) -> tempfile.SpooledTemporaryFile[bytes]:
         """Written in row groups to a spooled temporary file (memory stays bounded)."""
@@ -207,6 +288,29 @@ class DatasetExport:
         writer.close()
         out.seek(0)
         return out
+
+
+class _Vectors:
+    """Stored observation vectors (JSON text, without padding) padded to the export's
+    slots by appending zeros, or rebuilt from the state for rows that have none."""
+
+    def __init__(self, slots: int) -> None:
+        self.slots = slots
+        self.width = len(CANDIDATE_FEATURES)
+        self.length = len(REQUEST_FEATURES) + slots * self.width
+
+    def padded(self, vector: str | None, state: str | None) -> bytes:
+        if vector is not None and vector != "null":
+            raw = vector.encode()
+            n = raw.count(b",") + 1 if raw != b"[]" else 0
+            missing = self.length - n
+            if missing == 0:
+                return raw
+            if missing > 0 and missing % self.width == 0:
+                return raw[:-1] + b",0.0" * missing + b"]"
+        if state is None:
+            raise ValueError("transition without observation vector or state")
+        return orjson.dumps(observation_vector(orjson.loads(state), self.slots))
 
 
 def _schema(pa: Any, table: str) -> Any:

@@ -12,6 +12,7 @@ from app.core.config import Recall as RecallSettings
 from app.learning.features import (
     candidate_features,
     expected_utility,
+    observation_vector,
     scope_compatible,
 )
 from app.learning.policy import POLICY_ID, POLICY_VERSION, Candidate, decide
@@ -150,6 +151,9 @@ class RecallService:
                 "policy_version": POLICY_VERSION,
                 "state": state,
                 "action": action,
+                "observation_vector": observation_vector(
+                    state, self.settings.max_candidates, pad=False
+                ),
                 "propensity": decision.propensity,
                 "status": "pending",
                 "reward": None,
