@@ -17,9 +17,9 @@ from sqlalchemy import (
     insert,
     or_,
     select,
-    type_coerce,
     update,
 )
+from sqlalchemy import cast as sql_cast
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Reward, Transition
@@ -49,9 +49,9 @@ RAW_COLUMNS = (
     Transition.propensity,
     Transition.reward,
     Transition.next_id,
-    type_coerce(Transition.state, Text).label("state"),
-    type_coerce(Transition.action, Text).label("action"),
-    type_coerce(Transition.observation_vector, Text).label("vector"),
+    sql_cast(Transition.state, Text).label("state"),
+    sql_cast(Transition.action, Text).label("action"),
+    sql_cast(Transition.observation_vector, Text).label("vector"),
 )
 
 
@@ -234,8 +234,8 @@ class TransitionRepository:
         was not stored."""
         if not ids:
             return {}
-        vector = type_coerce(Transition.observation_vector, Text)
-        state = case((Transition.observation_vector.is_(None), type_coerce(Transition.state, Text)))
+        vector = sql_cast(Transition.observation_vector, Text)
+        state = case((Transition.observation_vector.is_(None), sql_cast(Transition.state, Text)))
         stmt = select(Transition.id, vector, state).where(
             Transition.namespace == namespace, Transition.id.in_(list(ids))
         )
