@@ -27,6 +27,7 @@ from app.models import Transition
 from app.repositories.rl import DatasetFilters, TransitionRepository
 
 CHUNK = 500
+RAW_CHUNK = 200  # rows of the NDJSON transitions export read at a time
 
 
 def metadata(settings: RecallSettings) -> dict[str, Any]:
@@ -206,20 +207,23 @@ class DatasetExport:
                     filters=self.filters,
                     after=after,
                     until_key=self.until_key,
-                    limit=CHUNK,
+                    limit=RAW_CHUNK,
                 )
                 if not chunk:
                     return
                 next_ids = [r.next_id for r in chunk if r.next_id]
                 nexts = await repo.raw_vectors(self.namespace, next_ids)
-                lines = []
-                for r in chunk:
-                    following = nexts.get(r.next_id) if r.next_id else None
-                    lines.append(self._line(r, vectors, following))
-                lines.append(b"")
-                yield b"\n".join(lines)
+                # Yielded a few lines at a time: a line is tens of kilobytes, and what
+                # waits for the client to read it is what the server holds.
+                for lo in range(0, len(chunk), 50):
+                    lines = []
+                    for r in chunk[lo : lo + 50]:
+                        following = nexts.get(r.next_id) if r.next_id else None
+                        lines.append(self._line(r, vectors, following))
+                    lines.append(b"")
+                    yield b"\n".join(lines)
                 after = (chunk[-1].created_at, chunk[-1].id)
-                if len(chunk) < CHUNK:
+                if len(chunk) < RAW_CHUNK:
                     return
 
     def _line(
