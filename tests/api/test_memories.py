@@ -285,3 +285,57 @@ async def test_search_beyond_ascii(client: httpx.AsyncClient, backend: str) -> N
         assert [h["memory"]["content"] for h in hits["hits"]] == ["Le café est fermé le dimanche."]
     hits = (await client.post("/v1/memories/search", json={"query": "Größe Datei"})).json()
     assert [h["memory"]["content"] for h in hits["hits"]] == ["Die Größe der Datei ist begrenzt."]
+
+
+async def test_search_stays_in_its_namespace_whichever_way_it_filters(
+    client: httpx.AsyncClient, make_key: Callable[..., Any]
+) -> None:
+    """A namespace holding most of the index is filtered after ranking, a small one inside
+    the full-text engine (SQLite): neither returns another namespace's memories, and each
+    finds all of its own."""
+    big, small = await make_key("ns-big"), await make_key("ns-small")
+    content = "Deploy to production only after the smoke tests pass ({})."
+    for i in range(6):
+        body = {"type": "fact", "content": content.format(f"big {i}")}
+        assert (await client.post("/v1/memories", json=body, headers=auth(big))).status_code == 201
+    for i in range(2):
+        body = {"type": "fact", "content": content.format(f"small {i}")}
+        r = await client.post("/v1/memories", json=body, headers=auth(small))
+        assert r.status_code == 201
+    for key, marker, count in ((big, "big", 6), (small, "small", 2)):
+        r = await client.post(
+            "/v1/memories/search", json={"query": "deploy production"}, headers=auth(key)
+        )
+        hits = [h["memory"]["content"] for h in r.json()["hits"]]
+        assert len(hits) == count
+        assert all(f"({marker} " in h for h in hits)
+
+
+async def test_common_query_terms_are_dropped_in_large_namespaces(
+    client: httpx.AsyncClient, backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if backend != "sqlite":
+        pytest.skip("term pruning reads FTS5's vocabulary (SQLite)")
+    from app.repositories import memories
+
+    for i in range(6):
+        await create(client, content=f"The billing service restarts nightly (note {i}).")
+    await create(client, content="The kubernetes service mesh terminates TLS.")
+    query = {"query": "kubernetes billing service"}
+    everything = (await client.post("/v1/memories/search", json=query)).json()["hits"]
+    assert len(everything) == 7  # a small namespace matches on every term
+    monkeypatch.setattr(memories, "PRUNE_FROM", 1)
+    monkeypatch.setattr(memories, "MIN_MATCH_TERMS", 2)
+    monkeypatch.setattr(memories, "POSTINGS_BUDGET", 5)
+    # The two rarest terms stay (kubernetes: 1 memory, billing: 6); "service", in all
+    # seven, would take the postings over the budget and is dropped.
+    pruned = (await client.post("/v1/memories/search", json=query)).json()
+    assert pruned["query_terms"] == ["kubernetes", "billing", "service"]
+    contents = [h["memory"]["content"] for h in pruned["hits"]]
+    assert contents[0] == "The kubernetes service mesh terminates TLS."
+    assert len(contents) == 7
+    monkeypatch.setattr(memories, "MIN_MATCH_TERMS", 1)
+    rarest = (await client.post("/v1/memories/search", json=query)).json()["hits"]
+    assert [h["memory"]["content"] for h in rarest] == [
+        "The kubernetes service mesh terminates TLS."
+    ]
