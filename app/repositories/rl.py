@@ -12,10 +12,8 @@ from sqlalchemy import (
     Select,
     Table,
     Text,
-    and_,
     case,
     insert,
-    or_,
     select,
     update,
 )
@@ -201,10 +199,7 @@ class TransitionRepository:
     ) -> list[Transition]:
         """Completed transitions after `after`, up to and including `until_key`."""
         stmt = self._completed(namespace, filters, after).where(
-            or_(
-                Transition.created_at < until_key[0],
-                and_(Transition.created_at == until_key[0], Transition.id <= until_key[1]),
-            )
+            keyset.up_to(Transition.created_at, Transition.id, until_key)
         )
         return list((await self.session.execute(stmt.limit(limit))).scalars())
 
@@ -220,10 +215,7 @@ class TransitionRepository:
         """completed_chunk as plain rows, with state, action and observation vector as the
         JSON text stored (the export copies them instead of decoding and encoding them)."""
         stmt = self._completed(namespace, filters, after, RAW_COLUMNS).where(
-            or_(
-                Transition.created_at < until_key[0],
-                and_(Transition.created_at == until_key[0], Transition.id <= until_key[1]),
-            )
+            keyset.up_to(Transition.created_at, Transition.id, until_key)
         )
         return list((await self.session.execute(stmt.limit(limit))).all())
 
