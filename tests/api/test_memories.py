@@ -18,6 +18,7 @@ async def create(client: httpx.AsyncClient, **fields: Any) -> dict[str, Any]:
     r = await client.post("/v1/memories", json=body)
     assert r.status_code == 201, r.text
     result: dict[str, Any] = r.json()
+    assert r.headers["location"] == f"/v1/memories/{result['id']}"
     return result
 
 

@@ -5,16 +5,18 @@ from __future__ import annotations
 import re
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, status
+from fastapi import APIRouter, Path, Query, Request, Response, status
 
+from app.api.body import DirectRoute, json_body, parse_body
 from app.api.deps import (
     AgentDep,
+    AppState,
     ReaderDep,
     SessionDep,
     SettingsDep,
-    StateDep,
     WriteSessionDep,
     page_size,
+    require_agent,
 )
 from app.core.errors import InvalidInput, error_responses
 from app.repositories.memories import MemoryFilters
@@ -46,17 +48,34 @@ def _service(session: SessionDep | WriteSessionDep, settings: SettingsDep) -> Me
     return MemoryService(session, limits=settings.limits)
 
 
-@router.post(
-    "",
-    status_code=status.HTTP_201_CREATED,
-    response_model=MemoryRead,
-    responses=error_responses(401, 403, 409, 413, 422, 503),
-)
-async def create_memory(body: MemoryCreate, principal: AgentDep, state: StateDep) -> MemoryRead:
+async def create_memory(request: Request) -> Response:
     """Store a memory."""
-    return await memory_service.create_memory(
+    # A write path agents call often: a DirectRoute that does its own auth and parsing.
+    principal = await require_agent(request)
+    body = await parse_body(request, MemoryCreate)
+    state: AppState = request.app.state.engram
+    result = await memory_service.create_memory(
         state.writer, principal.namespace, body, limits=state.settings.limits
     )
+    return Response(
+        result.model_dump_json(),
+        status_code=status.HTTP_201_CREATED,
+        media_type="application/json",
+        headers={"Location": f"/v1/memories/{result.id}"},
+    )
+
+
+router.add_api_route(
+    "",
+    create_memory,
+    methods=["POST"],
+    route_class_override=DirectRoute,
+    status_code=status.HTTP_201_CREATED,
+    response_model=MemoryRead,
+    summary="Create Memory",
+    responses=error_responses(401, 403, 409, 413, 422, 503),
+    openapi_extra=json_body("MemoryCreate", MemoryCreate),
+)
 
 
 @router.get("", response_model=MemoryPage, responses=error_responses(401, 422, 503))
