@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Response, status
+from fastapi import APIRouter, Query, Request, Response, status
 
+from app.api.body import DirectRoute, json_body, parse_body
 from app.api.deps import (
     AgentDep,
+    AppState,
     ReaderDep,
     SessionDep,
     SettingsDep,
-    StateDep,
     WriteSessionDep,
     page_size,
+    require_agent,
 )
 from app.core.errors import error_responses
 from app.schemas.recall import RecallRequest, RecallResponse, RewardCreate, RewardPage, RewardRead
@@ -23,17 +25,32 @@ from app.services.rewards import RewardService
 router = APIRouter(prefix="/v1", tags=["recall"])
 
 
-@router.post(
-    "/recall", response_model=RecallResponse, responses=error_responses(401, 403, 422, 503)
-)
-async def recall(
-    body: RecallRequest, principal: AgentDep, session: SessionDep, state: StateDep
-) -> RecallResponse:
+async def recall(request: Request) -> Response:
     """Choose memories for a task under a token budget; the decision is logged for RL."""
-    service = RecallService(
-        session, writer=state.writer, settings=state.settings.recall, rng=state.recall_rng
-    )
-    return await service.recall(principal.namespace, body)
+    # Agents call this before every task: a DirectRoute that does its own auth and
+    # parsing and serialises the answer once (no second validation of the response).
+    principal = await require_agent(request)
+    body = await parse_body(request, RecallRequest)
+    state: AppState = request.app.state.engram
+    async with state.read_sessions() as session:
+        service = RecallService(
+            session, writer=state.writer, settings=state.settings.recall, rng=state.recall_rng
+        )
+        result = await service.recall(principal.namespace, body)
+        await session.commit()
+    return Response(result.model_dump_json(), media_type="application/json")
+
+
+router.add_api_route(
+    "/recall",
+    recall,
+    methods=["POST"],
+    route_class_override=DirectRoute,
+    response_model=RecallResponse,
+    summary="Recall",
+    responses=error_responses(401, 403, 422, 503),
+    openapi_extra=json_body("RecallRequest", RecallRequest),
+)
 
 
 @router.post(
