@@ -3,6 +3,7 @@ fixed-size vectors offline-RL tools want (candidate slots padded with zeros)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from operator import itemgetter
 from typing import Any
@@ -97,8 +98,8 @@ def observation_vector(state: dict[str, Any], slots: int, *, pad: bool = True) -
     return vector
 
 
-def action_vector(state: dict[str, Any], action: dict[str, Any], slots: int) -> list[int]:
-    """1 in the slot of each selected candidate."""
-    selected = set(action["selected"])
-    ids = [c["memory_id"] for c in state["candidates"][:slots]]
-    return [1 if mid in selected else 0 for mid in ids] + [0] * (slots - len(ids))
+def action_vector(candidate_ids: Sequence[str], selected: Sequence[str], slots: int) -> list[int]:
+    """1 in the slot of each selected candidate (candidates in the state's order)."""
+    chosen = set(selected)
+    ids = candidate_ids[:slots]
+    return [1 if mid in chosen else 0 for mid in ids] + [0] * (slots - len(ids))

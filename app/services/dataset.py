@@ -4,7 +4,7 @@ or written as Parquet, with a metadata document describing every field."""
 from __future__ import annotations
 
 import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from datetime import datetime
 from typing import Any
 
@@ -84,7 +84,9 @@ def transition_row(t: Transition, next_state: dict[str, Any] | None, slots: int)
         "observations": t.state,
         "observation_vector": observation_vector(t.state, slots),
         "actions": {"selected": t.action["selected"], "modes": t.action["modes"]},
-        "action_vector": action_vector(t.state, t.action, slots),
+        "action_vector": action_vector(
+            [c["memory_id"] for c in t.state["candidates"]], t.action["selected"], slots
+        ),
         "pscore": t.propensity,
         "inclusion_pscores": t.action["inclusion"],
         "explored": t.action["explored"],
@@ -145,23 +147,35 @@ class DatasetExport:
         self.until_key = until_key
         self.slots = slots
 
-    async def rows(self) -> AsyncIterator[dict[str, Any]]:
-        """Rows in (created_at, id) order, read in chunks in a session of their own."""
+    async def _chunks(
+        self, session: AsyncSession, fetch: Callable[..., Awaitable[list[Any]]], size: int
+    ) -> AsyncIterator[list[Any]]:
+        """The export's rows in (created_at, id) order, `size` at a time: `fetch` is one
+        of the repository's chunk readers, called with the key to continue after."""
         if self.until_key is None:
             return
         after = self.after
+        while True:
+            chunk = await fetch(
+                self.namespace,
+                filters=self.filters,
+                after=after,
+                until_key=self.until_key,
+                limit=size,
+            )
+            if not chunk:
+                return
+            yield chunk
+            session.expunge_all()
+            if len(chunk) < size:
+                return
+            after = (chunk[-1].created_at, chunk[-1].id)
+
+    async def rows(self) -> AsyncIterator[dict[str, Any]]:
+        """Rows in (created_at, id) order, read in chunks in a session of their own."""
         async with self.sessionmaker() as session:
             repo = TransitionRepository(session)
-            while True:
-                chunk = await repo.completed_chunk(
-                    self.namespace,
-                    filters=self.filters,
-                    after=after,
-                    until_key=self.until_key,
-                    limit=CHUNK,
-                )
-                if not chunk:
-                    return
+            async for chunk in self._chunks(session, repo.completed_chunk, CHUNK):
                 if self.table == "transitions":
                     next_ids = [t.next_id for t in chunk if t.next_id]
                     states = await repo.states(self.namespace, next_ids)
@@ -172,10 +186,6 @@ class DatasetExport:
                     for t in chunk:
                         for row in candidate_rows(t):
                             yield row
-                after = (chunk[-1].created_at, chunk[-1].id)
-                session.expunge_all()
-                if len(chunk) < CHUNK:
-                    return
 
     async def ndjson(self) -> AsyncIterator[bytes]:
         if self.table == "transitions":
@@ -195,22 +205,10 @@ class DatasetExport:
         """The transitions table as NDJSON, a chunk at a time. The stored JSON of the state
         and of the observation vectors is copied into each line as it is (only the small
         action document is decoded), so a line costs a few microseconds of Python."""
-        if self.until_key is None:
-            return
-        after = self.after
         vectors = _Vectors(self.slots)
         async with self.sessionmaker() as session:
             repo = TransitionRepository(session)
-            while True:
-                chunk = await repo.completed_raw_chunk(
-                    self.namespace,
-                    filters=self.filters,
-                    after=after,
-                    until_key=self.until_key,
-                    limit=RAW_CHUNK,
-                )
-                if not chunk:
-                    return
+            async for chunk in self._chunks(session, repo.completed_raw_chunk, RAW_CHUNK):
                 next_ids = [r.next_id for r in chunk if r.next_id]
                 nexts = await repo.raw_vectors(self.namespace, next_ids)
                 # Yielded a few lines at a time: a line is tens of kilobytes, and what
@@ -222,17 +220,11 @@ class DatasetExport:
                         lines.append(self._line(r, vectors, following))
                     lines.append(b"")
                     yield b"\n".join(lines)
-                after = (chunk[-1].created_at, chunk[-1].id)
-                if len(chunk) < RAW_CHUNK:
-                    return
 
     def _line(
         self, r: Any, vectors: _Vectors, following: tuple[str | None, str | None] | None
     ) -> bytes:
         action = orjson.loads(r.action)
-        # The modes are keyed in the state's candidate order (JSON keeps key order).
-        slot_ids = list(action["modes"])[: self.slots]
-        selected = set(action["selected"])
         head = orjson.dumps(
             {
                 "schema_version": SCHEMA_VERSION,
@@ -245,8 +237,10 @@ class DatasetExport:
                 "created_at": r.created_at,
                 "completed_at": r.completed_at,
                 "actions": {"selected": action["selected"], "modes": action["modes"]},
-                "action_vector": [1 if mid in selected else 0 for mid in slot_ids]
-                + [0] * (self.slots - len(slot_ids)),
+                # The modes are keyed in the state's candidate order (JSON keeps it).
+                "action_vector": action_vector(
+                    list(action["modes"]), action["selected"], self.slots
+                ),
                 "pscore": r.propensity,
                 "inclusion_pscores": action["inclusion"],
                 "explored": action["explored"],

@@ -33,7 +33,12 @@ def test_observation_and_action_vectors() -> None:
         observation_vector(state, slots=2)[start + f : start + 2 * f]
         == vec[start + f : start + 2 * f]
     )
-    assert action_vector(state, {"selected": ["m2", "m0"]}, slots=4) == [1, 0, 1, 0]
+    assert action_vector([c["memory_id"] for c in state["candidates"]], ["m2", "m0"], slots=4) == [
+        1,
+        0,
+        1,
+        0,
+    ]
 
 
 def test_scope_rules() -> None:
