@@ -245,9 +245,9 @@ class MemoryRepository:
             ),
             {"query": query, "fetch": fetch},
         )
-        found = [(str(mid), float(rel)) for mid, ns, rel in rows if ns == token]
-        best = max((rel for _, rel in found[:prefilter]), default=0.0)
-        return {mid: (rel / best if best > 0 else 0.0) for mid, rel in found[:prefilter]}
+        found = [(str(mid), float(rel)) for mid, ns, rel in rows if ns == token][:prefilter]
+        best = max((rel for _, rel in found), default=0.0)
+        return {mid: (rel / best if best > 0 else 0.0) for mid, rel in found}
 
     async def _selective_terms(
         self, ns_token: str, terms: Sequence[str]

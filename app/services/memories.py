@@ -41,11 +41,15 @@ def token_estimate(text: str) -> int:
     return max(1, math.ceil(len(text) / 4))
 
 
-def derived_status(memory: Memory, *, now: datetime) -> str:
+def status_at(status: str, valid_until: datetime | None, *, now: datetime) -> str:
     """The stored status, or "expired" once valid_until has passed."""
-    if memory.status == "active" and memory.valid_until is not None and memory.valid_until <= now:
+    if status == "active" and valid_until is not None and valid_until <= now:
         return "expired"
-    return memory.status
+    return status
+
+
+def derived_status(memory: Memory, *, now: datetime) -> str:
+    return status_at(memory.status, memory.valid_until, now=now)
 
 
 def to_read(memory: Memory, *, now: datetime) -> MemoryRead:
@@ -113,10 +117,8 @@ async def create_memory(
     row = memory_row(namespace, data.id or uuid7(), data, now=now)
     row |= {"type": data.type.value, "scope": dict(data.scope)}
     stored = await writer.create_memory(row, client_id=data.id is not None)
-    expired = stored["valid_until"] is not None and stored["valid_until"] <= now
-    return MemoryRead.model_validate(
-        {**stored, "status": "expired" if expired else "active", "reward_mean": None}
-    )
+    status = status_at(stored["status"], stored["valid_until"], now=now)
+    return MemoryRead.model_validate({**stored, "status": status, "reward_mean": None})
 
 
 class MemoryService:

@@ -14,21 +14,21 @@ from app.core.errors import InvalidInput
 Row = TypeVar("Row")
 
 
-def encode_cursor(created_at: datetime, episode_id: str) -> str:
-    raw = orjson.dumps([created_at.isoformat(), episode_id])
+def encode_cursor(created_at: datetime, ident: str) -> str:
+    raw = orjson.dumps([created_at.isoformat(), ident])
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
 def decode_cursor(cursor: str) -> tuple[datetime, str]:
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        stamp, episode_id = orjson.loads(raw)
+        stamp, ident = orjson.loads(raw)
         created_at = datetime.fromisoformat(stamp)
-        if created_at.tzinfo is None or not isinstance(episode_id, str):
+        if created_at.tzinfo is None or not isinstance(ident, str):
             raise ValueError
     except (ValueError, TypeError, binascii.Error, orjson.JSONDecodeError) as exc:
         raise InvalidInput("cursor: not a cursor returned by this API", field="cursor") from exc
-    return created_at.astimezone(UTC), episode_id
+    return created_at.astimezone(UTC), ident
 
 
 def cut(rows: list[Row], limit: int) -> tuple[list[Row], str | None]:

@@ -10,11 +10,11 @@ from fastapi import APIRouter, Path, Query, Request, Response, status
 from app.api.body import DirectRoute, json_body, parse_body
 from app.api.deps import (
     AgentDep,
-    AppState,
     ReaderDep,
     SessionDep,
     SettingsDep,
     WriteSessionDep,
+    get_state,
     page_size,
     require_agent,
 )
@@ -53,7 +53,7 @@ async def create_memory(request: Request) -> Response:
     # A write path agents call often: a DirectRoute that does its own auth and parsing.
     principal = await require_agent(request)
     body = await parse_body(request, MemoryCreate)
-    state: AppState = request.app.state.engram
+    state = await get_state(request)
     result = await memory_service.create_memory(
         state.writer, principal.namespace, body, limits=state.settings.limits
     )

@@ -9,11 +9,11 @@ from fastapi import APIRouter, Query, Request, Response, status
 from app.api.body import DirectRoute, json_body, parse_body
 from app.api.deps import (
     AgentDep,
-    AppState,
     ReaderDep,
     SessionDep,
     SettingsDep,
     WriteSessionDep,
+    get_state,
     page_size,
     require_agent,
 )
@@ -31,7 +31,7 @@ async def recall(request: Request) -> Response:
     # parsing and serialises the answer once (no second validation of the response).
     principal = await require_agent(request)
     body = await parse_body(request, RecallRequest)
-    state: AppState = request.app.state.engram
+    state = await get_state(request)
     async with state.read_sessions() as session:
         service = RecallService(
             session, writer=state.writer, settings=state.settings.recall, rng=state.recall_rng
