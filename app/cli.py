@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Annotated, TypeVar
@@ -93,6 +94,44 @@ def migrate() -> None:
 
     asyncio.run(_run())
     typer.echo("migrations applied")
+
+
+@cli.command()
+def worker(
+    once: Annotated[bool, typer.Option("--once", help="Run every due job, then exit")] = False,
+) -> None:
+    """Run the background worker as its own process (set ENGRAM_LEARNING__WORKER=false
+    on the API so that it does not run one too)."""
+    import signal
+
+    from app.db.engine import create_engine, create_sessionmaker
+    from app.db.migrate import migrate as run_migrate
+    from app.worker.runner import Worker
+
+    settings = get_settings()
+    configure_logging(settings.log_level)
+
+    async def _run() -> int:
+        engine = create_engine(settings)
+        try:
+            if settings.migrate_on_start:
+                await run_migrate(engine)
+            runner = Worker(create_sessionmaker(engine, write=True), settings.learning)
+            if once:
+                return await runner.drain()
+            task = asyncio.create_task(runner.run())
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, task.cancel)
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            return 0
+        finally:
+            await engine.dispose()
+
+    done = asyncio.run(_run())
+    if once:
+        typer.echo(f"{done} jobs run")
 
 
 def _with_session(fn: Callable[[AsyncSession], Awaitable[T]]) -> T:

@@ -15,7 +15,7 @@ from app.api.deps import AppState
 from app.api.errors import install_error_handlers
 from app.api.middleware import EngramMiddleware
 from app.api.openapi import install_openapi
-from app.api.routes import episodes, health, memories, recall, rl
+from app.api.routes import episodes, health, learning, memories, recall, rl
 from app.core.config import Settings, get_settings
 from app.db.engine import create_engine, create_sessionmaker
 from app.db.migrate import migrate
@@ -23,6 +23,7 @@ from app.services.auth import Authenticator
 from app.services.episode_writer import EpisodeWriter
 from app.services.episodes import EpisodeService
 from app.storage.leveldb import LevelDBBlobStore
+from app.worker.runner import Worker
 
 log = logging.getLogger("engram")
 
@@ -55,12 +56,20 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             write_sessions = create_sessionmaker(engine, write=True)
             auth = Authenticator(settings, write_sessions)
             await auth.startup()
+            write_lock = asyncio.Lock() if settings.is_sqlite else None
+            worker = (
+                Worker(write_sessions, settings.learning, lock=write_lock)
+                if settings.learning.worker
+                else None
+            )
             writer = EpisodeWriter(
                 engine,
                 blobs,
                 max_batch=settings.ingest.max_batch,
                 queue_size=settings.ingest.queue_size,
                 max_steps=settings.limits.max_steps,
+                max_attempts=settings.learning.max_attempts,
+                on_completed=worker.wake if worker is not None else None,
             )
             writer.start()
             app.state.engram = AppState(
@@ -73,9 +82,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 auth=auth,
                 episodes=EpisodeService(blobs=blobs, writer=writer, limits=settings.limits),
                 recall_rng=random.Random(settings.recall.seed),
-                write_lock=asyncio.Lock() if settings.is_sqlite else None,
+                write_lock=write_lock,
+                worker=worker,
             )
             sweeper = asyncio.create_task(_sweep_loop(writer, settings.sweep_interval_s))
+            background = [sweeper]
+            if worker is not None:
+                background.append(asyncio.create_task(worker.run(resume=True)))
             # What exists now (modules, schemas, engines) lives for the whole process:
             # keep it out of the collector's full passes, which otherwise walk it
             # every few hundred requests and stall the event loop for tens of ms.
@@ -94,9 +107,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             try:
                 yield
             finally:
-                sweeper.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await sweeper
+                for task in background:
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
                 await writer.stop()
         finally:
             if blobs is not None:
@@ -121,4 +135,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(memories.router)
     app.include_router(recall.router)
     app.include_router(rl.router)
+    app.include_router(learning.router)
     return app

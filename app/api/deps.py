@@ -22,6 +22,7 @@ from app.services.auth import Authenticator, Principal, Role
 from app.services.episode_writer import EpisodeWriter
 from app.services.episodes import EpisodeService
 from app.storage.blobs import BlobStore
+from app.worker.runner import Worker
 
 
 @dataclass
@@ -38,6 +39,8 @@ class AppState:
     episodes: EpisodeService
     recall_rng: random.Random
     write_lock: asyncio.Lock | None
+    # The in-process background worker (None when `engram worker` runs it elsewhere).
+    worker: Worker | None = None
 
 
 async def get_state(request: Request) -> AppState:

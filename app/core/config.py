@@ -52,6 +52,27 @@ class Recall(BaseModel):
     max_constraints: int = Field(default=20, ge=0, le=200)
 
 
+class Learning(BaseModel):
+    """The background worker and the thresholds of mining and skill evolution."""
+
+    worker: bool = Field(default=True, description="Run the worker inside the API process")
+    poll_interval_s: float = Field(default=0.5, gt=0)
+    pass_interval_s: float = Field(default=300.0, ge=0)
+    batch_size: int = Field(default=256, ge=1)
+    max_attempts: int = Field(default=5, ge=1)
+    retry_base_s: float = Field(default=2.0, gt=0)
+    lease_s: float = Field(default=60.0, gt=0)
+    min_support: int = Field(default=5, ge=1)
+    min_baseline: int = Field(default=5, ge=1)
+    skill_min_lcb: float = Field(default=0.5, ge=0, le=1)
+    activate_lcb: float = Field(default=0.6, ge=0, le=1)
+    step_share: float = Field(default=0.8, gt=0, le=1)
+    window: int = Field(default=300, ge=10)
+    retire_after_uses: int = Field(default=10, ge=1)
+    retire_below: float = Field(default=0.3, ge=0, le=1)
+    merge_similarity: float = Field(default=0.8, gt=0, le=1)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="ENGRAM_",
@@ -78,6 +99,7 @@ class Settings(BaseSettings):
     limits: Limits = Limits()
     ingest: Ingest = Ingest()
     recall: Recall = Recall()
+    learning: Learning = Learning()
 
     @property
     def is_sqlite(self) -> bool:

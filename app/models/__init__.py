@@ -1,7 +1,20 @@
 from app.models.api_key import ApiKey
 from app.models.base import Base
 from app.models.episode import Episode
+from app.models.learning import EpisodeLearning, Job, Pattern, Skill, SkillEvent
 from app.models.memory import Memory
 from app.models.rl import Reward, Transition
 
-__all__ = ["ApiKey", "Base", "Episode", "Memory", "Reward", "Transition"]
+__all__ = [
+    "ApiKey",
+    "Base",
+    "Episode",
+    "EpisodeLearning",
+    "Job",
+    "Memory",
+    "Pattern",
+    "Reward",
+    "Skill",
+    "SkillEvent",
+    "Transition",
+]

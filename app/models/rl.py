@@ -63,5 +63,6 @@ class Reward(Base):
     __table_args__ = (
         Index("ix_rewards_ns_recall", "namespace", "recall_id"),
         Index("ix_rewards_ns_task", "namespace", "task_id"),
+        Index("ix_rewards_ns_episode", "namespace", "episode_id"),
         Index("ix_rewards_ns_created", "namespace", "created_at", "id"),
     )

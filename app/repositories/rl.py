@@ -262,10 +262,13 @@ class RewardRepository:
         *,
         recall_id: str | None,
         task_id: str | None,
+        episode_id: str | None = None,
         after: tuple[datetime, str] | None,
         limit: int,
     ) -> list[Reward]:
         stmt = select(Reward).where(Reward.namespace == namespace)
+        if episode_id is not None:
+            stmt = stmt.where(Reward.episode_id == episode_id)
         if recall_id is not None:
             stmt = stmt.where(Reward.recall_id == recall_id)
         if task_id is not None:

@@ -39,6 +39,9 @@ class RecalledMemory(BaseModel):
     reason: str
     probability: float = Field(description="P(this memory is selected) under the policy")
     token_estimate: int
+    metadata: dict[str, Any] = Field(
+        default_factory=dict, description="The memory's metadata (a skill's steps, for one)"
+    )
 
 
 class SuppressedMemory(BaseModel):
@@ -75,13 +78,14 @@ class Signals(Strict):
 class RewardCreate(Strict):
     recall_id: Ident | None = None
     task_id: Name | None = None
+    episode_id: Ident | None = None
     value: Annotated[float, Field(ge=-1_000_000, le=1_000_000)] | None = None
     signals: Signals | None = None
 
     @model_validator(mode="after")
     def _shape(self) -> RewardCreate:
-        if self.recall_id is None and self.task_id is None:
-            raise ValueError("give `recall_id` or `task_id`")
+        if self.recall_id is None and self.task_id is None and self.episode_id is None:
+            raise ValueError("give `recall_id`, `task_id` or `episode_id`")
         if self.value is None and (
             self.signals is None or not self.signals.model_dump(exclude_none=True)
         ):
@@ -89,16 +93,30 @@ class RewardCreate(Strict):
         return self
 
 
+class EpisodeScore(BaseModel):
+    """One episode's reward under the episode spec."""
+
+    reward_id: str
+    episode_id: str
+    scalar: float
+    components: dict[str, float]
+    spec_version: str
+
+
 class RewardRead(BaseModel):
     id: str
     recall_id: str | None
     task_id: str | None
+    episode_id: str | None = None
     value: float | None
     signals: dict[str, Any]
     scalar: float
     components: dict[str, float]
     spec_version: str
     completed_recalls: list[str]
+    episodes: list[EpisodeScore] = Field(
+        default_factory=list, description="The episodes this reward scored (spec episode-v1)"
+    )
     created_at: datetime
 
 

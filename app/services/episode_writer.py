@@ -27,9 +27,11 @@ from app.core.errors import AppError, Conflict, NotFound, PayloadTooLarge, Store
 from app.db.engine import create_sessionmaker
 from app.db.errors import is_store_outage
 from app.repositories.episodes import EpisodeRepository, Key
+from app.repositories.jobs import JobRepository, job_row
 from app.repositories.memories import MemoryRepository, MemoryUsageRepository
 from app.repositories.rl import TransitionRepository
 from app.services.episode_records import NewEpisode, StepsPayload, step_totals
+from app.services.jobs import LEARN
 from app.storage.blobs import (
     EPISODE_PREFIX,
     BlobStore,
@@ -83,8 +85,13 @@ class EpisodeWriter:
         max_batch: int,
         queue_size: int,
         max_steps: int,
+        max_attempts: int = 5,
+        on_completed: Callable[[], None] | None = None,
     ) -> None:
         self._engine = engine
+        # Completing an episode queues its learning job in the same transaction.
+        self._max_attempts = max_attempts
+        self._on_completed = on_completed
         self._blobs = blobs
         self._max_batch = max_batch
         self._max_steps = max_steps
@@ -398,8 +405,25 @@ class EpisodeWriter:
                 await repo.update_values(key, values)
         for key in batch.deletes:
             await repo.delete(key)
+        completed = _completed(batch)
+        now = datetime.now(UTC)
+        await JobRepository(session).insert_many(
+            [
+                job_row(
+                    ns,
+                    LEARN,
+                    key=eid,
+                    payload={"episode_id": eid},
+                    now=now,
+                    max_attempts=self._max_attempts,
+                )
+                for ns, eid in completed
+            ]
+        )
         if batch.inserts or batch.updates or batch.deletes or batch.memories or batch.transitions:
             await session.commit()
+        if completed and self._on_completed is not None:
+            self._on_completed()
         for ns, eid in batch.deletes:
             # Rows are gone and committed; a crash before this leaves orphans for the sweep.
             try:
@@ -442,6 +466,13 @@ _DECIDE: dict[str, Callable[[EpisodeWriter, _Batch, _Command], None]] = {
     "transition": EpisodeWriter._decide_transition,
 }
 EPISODE_KINDS = {"create", "append", "complete", "delete"}
+
+
+def _completed(batch: _Batch) -> list[Key]:
+    """Episodes this batch completes (created completed, or completed now)."""
+    keys = [(r["namespace"], r["id"]) for r in batch.inserts if r["status"] == "completed"]
+    keys += [k for k, v in batch.updates.items() if v.get("status") == "completed"]
+    return [k for k in keys if k not in batch.deletes]
 
 
 def _touches_deleted(batch: _Batch, cmd: _Command) -> bool:

@@ -183,6 +183,7 @@ class RecallService:
                     reason=reason,
                     probability=decision.inclusion[cid],
                     token_estimate=memory.token_estimate,
+                    metadata=memory.metadata_,
                 )
             )
         suppressed = [

@@ -1,4 +1,5 @@
-"""Rewards for recalls: scored by the versioned spec, completing each transition once."""
+"""Rewards: for recalls (spec recall-v1, completing each transition once) and for
+episodes (spec episode-v1, several kept per episode and aggregated by learning)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,15 @@ from typing import Any
 import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.core.config import Learning
 from app.core.errors import Conflict, NotFound
 from app.learning.rewards import RECALL_SPEC_VERSION, recall_reward
 from app.models import Reward, Transition
 from app.repositories.memories import MemoryUsageRepository
 from app.repositories.rl import RewardRepository, TransitionRepository
-from app.schemas.recall import RewardCreate, RewardPage, RewardRead
+from app.schemas.recall import EpisodeScore, RewardCreate, RewardPage, RewardRead
 from app.services import pagination
+from app.services.episode_rewards import score, score_episodes, target_episodes
 from app.services.ids import uuid7
 
 
@@ -28,29 +31,38 @@ def _fingerprint(data: RewardCreate) -> str:
     return hashlib.sha256(orjson.dumps(body, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
-def _read(reward: Reward, completed: list[str]) -> RewardRead:
+def _read(
+    reward: Reward, completed: list[str], episodes: list[EpisodeScore] | None = None
+) -> RewardRead:
     return RewardRead(
         id=reward.id,
         recall_id=reward.recall_id,
         task_id=reward.task_id,
+        episode_id=reward.episode_id,
         value=reward.value,
         signals=reward.signals,
         scalar=reward.scalar,
         components=reward.components,
         spec_version=reward.spec_version,
         completed_recalls=completed,
+        episodes=episodes or [],
         created_at=reward.created_at,
     )
 
 
 class RewardService:
-    def __init__(self, session: AsyncSession) -> None:
+    def __init__(self, session: AsyncSession, *, learning: Learning | None = None) -> None:
         self.session = session
+        self.learning = learning or Learning()
         self.transitions = TransitionRepository(session)
         self.rewards = RewardRepository(session)
         self.usage = MemoryUsageRepository(session)
 
-    async def _targets(self, namespace: str, data: RewardCreate) -> list[Transition]:
+    async def _targets(
+        self, namespace: str, data: RewardCreate, *, optional: bool
+    ) -> list[Transition]:
+        if data.recall_id is None and (data.task_id is None or data.episode_id is not None):
+            return []
         if data.recall_id is not None:
             transition = await self.transitions.get(namespace, data.recall_id)
             if transition is None:
@@ -60,8 +72,8 @@ class RewardService:
             return [transition]
         assert data.task_id is not None
         found = await self.transitions.for_task(namespace, data.task_id)
-        if not found:
-            raise NotFound(f"no recall for task {data.task_id!r}", field="task_id")
+        if not found and not optional:
+            raise NotFound(f"no recall or episode for task {data.task_id!r}", field="task_id")
         return found
 
     async def _replay_or_conflict(
@@ -79,16 +91,58 @@ class RewardService:
         return _read(first, [t.id for t in done if t.reward_id == first.id])
 
     async def create(self, namespace: str, data: RewardCreate) -> tuple[RewardRead, bool]:
-        """(reward, created). The same reward again is a replay; a different one a conflict."""
+        """(reward, created). Scores the recalls and the episodes the request reaches."""
         fingerprint = _fingerprint(data)
-        targets = await self._targets(namespace, data)
+        episodes = await target_episodes(self.session, namespace, data)
+        signals = data.signals.model_dump(exclude_none=True) if data.signals else {}
+        recall: tuple[RewardRead, bool] | None = None
+        if data.recall_id is not None or data.episode_id is None:
+            try:
+                recall = await self._reward_recalls(
+                    namespace, data, fingerprint, signals, optional=bool(episodes)
+                )
+            except Conflict:
+                # A task's recalls are completed by its first reward; later rewards of the
+                # task still score its episodes. Naming the recall asks for that recall.
+                if data.recall_id is not None or not episodes:
+                    raise
+        if not episodes:
+            assert recall is not None
+            return recall
+        rewards, created = await score_episodes(
+            self.session,
+            namespace,
+            episodes,
+            data,
+            fingerprint=fingerprint,
+            signals=signals,
+            now=datetime.now(UTC),
+            settings=self.learning,
+        )
+        scores = [score(r) for r in rewards]
+        if recall is not None:
+            read, recall_created = recall
+            return read.model_copy(update={"episodes": scores}), created or recall_created
+        return _read(rewards[0], [], scores), created
+
+    async def _reward_recalls(
+        self,
+        namespace: str,
+        data: RewardCreate,
+        fingerprint: str,
+        signals: dict[str, Any],
+        *,
+        optional: bool,
+    ) -> tuple[RewardRead, bool] | None:
+        targets = await self._targets(namespace, data, optional=optional)
+        if not targets:
+            return None
         done = [t for t in targets if t.status == "completed"]
         pending = [t for t in targets if t.status == "pending"]
         if done:
             replay = await self._replay_or_conflict(namespace, done, fingerprint)
             if not pending:
                 return replay, False
-        signals = data.signals.model_dump(exclude_none=True) if data.signals else {}
         scalar, components = recall_reward(value=data.value, signals=signals)
         now = datetime.now(UTC)
         reward_id = uuid7()
@@ -140,12 +194,18 @@ class RewardService:
         *,
         recall_id: str | None,
         task_id: str | None,
+        episode_id: str | None = None,
         cursor: str | None,
         limit: int,
     ) -> RewardPage:
         after = pagination.after(cursor)
         rows = await self.rewards.page(
-            namespace, recall_id=recall_id, task_id=task_id, after=after, limit=limit + 1
+            namespace,
+            recall_id=recall_id,
+            task_id=task_id,
+            episode_id=episode_id,
+            after=after,
+            limit=limit + 1,
         )
         rows, next_cursor = pagination.cut(rows, limit)
         completed = await self.transitions.ids_by_reward(namespace, [r.id for r in rows])

@@ -12,6 +12,7 @@ from app.api.deps import (
     ReaderDep,
     SessionDep,
     SettingsDep,
+    StateDep,
     WriteSessionDep,
     get_state,
     page_size,
@@ -63,10 +64,20 @@ router.add_api_route(
     },
 )
 async def create_reward(
-    body: RewardCreate, response: Response, principal: AgentDep, session: WriteSessionDep
+    body: RewardCreate,
+    response: Response,
+    principal: AgentDep,
+    session: WriteSessionDep,
+    state: StateDep,
 ) -> RewardRead:
-    """Score a recall (or every recall of a task); each transition is completed once."""
-    reward, created = await RewardService(session).create(principal.namespace, body)
+    """Score a recall, an episode, or a task (its recalls and its episodes).
+
+    A recall's transition is completed once (a different reward for it is a 409); an
+    episode keeps every reward it gets, and learning uses their mean."""
+    service = RewardService(session, learning=state.settings.learning)
+    reward, created = await service.create(principal.namespace, body)
+    if state.worker is not None:
+        state.worker.wake()
     if not created:
         response.status_code = status.HTTP_200_OK
     return reward
@@ -79,6 +90,7 @@ async def list_rewards(
     settings: SettingsDep,
     recall_id: str | None = None,
     task_id: str | None = None,
+    episode_id: str | None = None,
     cursor: str | None = None,
     limit: Annotated[int | None, Query(ge=1)] = None,
 ) -> RewardPage:
@@ -87,6 +99,7 @@ async def list_rewards(
         principal.namespace,
         recall_id=recall_id,
         task_id=task_id,
+        episode_id=episode_id,
         cursor=cursor,
         limit=page_size(limit, settings),
     )

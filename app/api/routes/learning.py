@@ -1,0 +1,205 @@
+"""The learning loop over HTTP: reflection passes, reflections, patterns, skills, jobs."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response, status
+
+from app.api.deps import (
+    AgentDep,
+    ReaderDep,
+    SessionDep,
+    SettingsDep,
+    StateDep,
+    WriteSessionDep,
+    check_window,
+    page_size,
+)
+from app.core.errors import InvalidInput, error_responses
+from app.schemas.common import stored_ident
+from app.schemas.learning import (
+    JobKind,
+    JobPage,
+    JobRead,
+    JobStatus,
+    PatternKind,
+    PatternPage,
+    PatternSort,
+    ReflectionPage,
+    ReflectRequest,
+    ReflectResult,
+    SkillHistory,
+    SkillPage,
+    SkillRead,
+    SkillSort,
+    SkillStatus,
+)
+from app.services.jobs import PASS, JobService, enqueue
+from app.services.reflect import KnowledgeService, run_pass
+
+router = APIRouter(prefix="/v1", tags=["learning"])
+Offset = Annotated[int, Query(ge=0, le=1_000_000)]
+
+
+@router.post(
+    "/reflect",
+    response_model=ReflectResult,
+    responses={
+        **error_responses(401, 403, 422, 503),
+        202: {"description": "Queued (wait=false): the job id to follow"},
+    },
+)
+async def reflect(
+    body: ReflectRequest,
+    response: Response,
+    principal: AgentDep,
+    session: WriteSessionDep,
+    state: StateDep,
+) -> ReflectResult:
+    """Run a learning pass: reflect on new episodes, mine patterns, evolve skills."""
+    check_window(body.since, body.until)
+    if body.since is not None and body.since > datetime.now(UTC):
+        raise InvalidInput("since: in the future, the window holds no episode", field="since")
+    payload = body.model_dump(mode="json", exclude={"wait"}, exclude_none=True)
+    settings = state.settings.learning
+    if body.wait:
+        return await run_pass(session, principal.namespace, payload, settings=settings)
+    job = await enqueue(
+        session,
+        principal.namespace,
+        PASS,
+        key=f"on-demand:{payload}",
+        payload=payload,
+        settings=settings,
+    )
+    if state.worker is not None:
+        state.worker.wake()
+    response.status_code = status.HTTP_202_ACCEPTED
+    job_id = job["id"] if isinstance(job, dict) else job.id
+    return ReflectResult(job_id=job_id, status="queued")
+
+
+@router.get("/reflections", response_model=ReflectionPage, responses=error_responses(401, 422, 503))
+async def list_reflections(
+    principal: ReaderDep,
+    session: SessionDep,
+    settings: SettingsDep,
+    episode_id: str | None = None,
+    task_type: str | None = None,
+    cursor: str | None = None,
+    limit: Annotated[int | None, Query(ge=1)] = None,
+) -> ReflectionPage:
+    """Per-episode reflections (memories of type reflection), newest first."""
+    return await KnowledgeService(session).reflections(
+        principal.namespace,
+        episode_id=episode_id,
+        task_type=task_type,
+        cursor=cursor,
+        limit=page_size(limit, settings),
+        now=datetime.now(UTC),
+    )
+
+
+@router.get("/patterns", response_model=PatternPage, responses=error_responses(401, 422, 503))
+async def list_patterns(
+    principal: ReaderDep,
+    session: SessionDep,
+    settings: SettingsDep,
+    kind: PatternKind | None = None,
+    task_type: str | None = None,
+    min_support: Annotated[int | None, Query(ge=1)] = None,
+    sort: PatternSort = "support",
+    offset: Offset = 0,
+    limit: Annotated[int | None, Query(ge=1)] = None,
+) -> PatternPage:
+    """Mined patterns with at least the minimum support, best first by `sort`."""
+    floor = max(min_support or 0, settings.learning.min_support)
+    return await KnowledgeService(session).patterns(
+        principal.namespace,
+        kind=kind,
+        task_type=task_type,
+        min_support=floor,
+        sort=sort,
+        offset=offset,
+        limit=page_size(limit, settings),
+    )
+
+
+@router.get("/skills", response_model=SkillPage, responses=error_responses(401, 422, 503))
+async def list_skills(
+    principal: ReaderDep,
+    session: SessionDep,
+    settings: SettingsDep,
+    status: SkillStatus | None = None,
+    task_type: str | None = None,
+    sort: SkillSort = "created_at",
+    offset: Offset = 0,
+    limit: Annotated[int | None, Query(ge=1)] = None,
+) -> SkillPage:
+    """Skills, filtered by status and task type."""
+    return await KnowledgeService(session).skills(
+        principal.namespace,
+        status=status,
+        task_type=task_type,
+        sort=sort,
+        offset=offset,
+        limit=page_size(limit, settings),
+    )
+
+
+@router.get(
+    "/skills/{skill_id}", response_model=SkillRead, responses=error_responses(401, 404, 503)
+)
+async def get_skill(skill_id: str, principal: ReaderDep, session: SessionDep) -> SkillRead:
+    """One skill with its steps, trigger and statistics."""
+    skill_id = stored_ident(skill_id, what="skill")
+    return await KnowledgeService(session).skill(principal.namespace, skill_id)
+
+
+@router.get(
+    "/skills/{skill_id}/history",
+    response_model=SkillHistory,
+    responses=error_responses(401, 404, 422, 503),
+)
+async def skill_history(
+    skill_id: str,
+    principal: ReaderDep,
+    session: SessionDep,
+    settings: SettingsDep,
+    cursor: str | None = None,
+    limit: Annotated[int | None, Query(ge=1)] = None,
+) -> SkillHistory:
+    """Every change of the skill, oldest first, with its reason and evidence episodes."""
+    skill_id = stored_ident(skill_id, what="skill")
+    return await KnowledgeService(session).history(
+        principal.namespace, skill_id, cursor=cursor, limit=page_size(limit, settings)
+    )
+
+
+@router.get("/jobs", response_model=JobPage, responses=error_responses(401, 422, 503))
+async def list_jobs(
+    principal: ReaderDep,
+    session: SessionDep,
+    settings: SettingsDep,
+    status: JobStatus | None = None,
+    kind: JobKind | None = None,
+    cursor: str | None = None,
+    limit: Annotated[int | None, Query(ge=1)] = None,
+) -> JobPage:
+    """Background jobs, newest first, with the namespace's counts by status."""
+    return await JobService(session).list(
+        principal.namespace,
+        status=status,
+        kind=kind,
+        cursor=cursor,
+        limit=page_size(limit, settings),
+    )
+
+
+@router.get("/jobs/{job_id}", response_model=JobRead, responses=error_responses(401, 404, 503))
+async def get_job(job_id: str, principal: ReaderDep, session: SessionDep) -> JobRead:
+    """One job: status, attempts, last error and result."""
+    job_id = stored_ident(job_id, what="job")
+    return await JobService(session).get(principal.namespace, job_id)

@@ -1,0 +1,229 @@
+"""Reward spec for episodes, version episode-v1 (pure).
+
+scalar = round(sum of the components that apply, 10); each component is rounded to 10
+decimals and only present when it applies:
+
+outcome      success 1.0; partial = progress clipped to [0, 1] (0.5 when unknown);
+             failure 0.0; abstained = 0.1 + 0.1 * early, in [0.1, 0.2], where
+             early = 1 - min(1, steps / median_steps) when the baseline is usable (at
+             least min_baseline episodes and a median_steps > 0), else 1 / (1 + steps),
+             so stopping sooner scores higher. An open episode (outcome None) has none.
+             signals["task_success"], when given, overrides it: true 1.0, false 0.0
+             (also for an open episode).
+efficiency   only with a baseline of at least min_baseline episodes (default 5):
+             0.25 * mean of the relative savings available, each clipped to [-1, 1]:
+               steps:    (median_steps - steps) / median_steps
+               duration: (median_duration_ms - duration) / median_duration_ms
+             duration = signals["latency_ms"], else facts.duration_ms, else the sum of
+             the steps' latency_ms (when any step has one). A missing or non-positive
+             median, or an unknown duration, drops that term; no terms, no component.
+quality      only with steps: -0.25 * error_rate + 0.1 * recovery_rate. error_rate =
+             non-ok steps / steps. A non-ok step is recovered when any later step is ok
+             with the same tool (the same action when its tool is None);
+             recovery_rate = recovered / non-ok steps (0 without errors).
+tokens       signals["tokens_used"] given: -0.0001 per token.
+user_rating  signals["user_rating"] given: 0.5 * rating, the rating clipped to [-1, 1].
+explicit     value given: the value itself, added (it is on the user's own scale).
+
+An episode with several rewards learns from their mean (aggregate).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+EPISODE_SPEC_VERSION = "episode-v1"
+
+_ABSTAIN_BASE = 0.1
+_ABSTAIN_EARLY = 0.1
+_EFFICIENCY_WEIGHT = 0.25
+_ERROR_WEIGHT = -0.25
+_RECOVERY_WEIGHT = 0.1
+_PER_TOKEN = -0.0001
+_RATING_WEIGHT = 0.5
+_DEFAULT_PROGRESS = 0.5
+_DEFAULT_MIN_BASELINE = 5
+
+EPISODE_SPEC: dict[str, Any] = {
+    "version": EPISODE_SPEC_VERSION,
+    "scalar": "sum of the components present, rounded to 10 decimals",
+    "outcome": {
+        "success": 1.0,
+        "partial": f"progress in [0, 1] ({_DEFAULT_PROGRESS} when unknown)",
+        "failure": 0.0,
+        "abstained": f"{_ABSTAIN_BASE} + {_ABSTAIN_EARLY} * early",
+        "abstained_early": (
+            "1 - min(1, steps / median_steps) with a usable baseline, else 1 / (1 + steps)"
+        ),
+        "open": "no component",
+        "task_success_override": {"true": 1.0, "false": 0.0},
+    },
+    "efficiency": {
+        "weight": _EFFICIENCY_WEIGHT,
+        "min_baseline": _DEFAULT_MIN_BASELINE,
+        "terms": {
+            "steps": "(median_steps - steps) / median_steps",
+            "duration_ms": "(median_duration_ms - duration) / median_duration_ms",
+        },
+        "clip": [-1.0, 1.0],
+        "combine": "weight * mean of the available terms",
+        "duration": "signals.latency_ms, else the episode's duration, else sum of step latency",
+    },
+    "quality": {
+        "error_rate": _ERROR_WEIGHT,
+        "recovery_rate": _RECOVERY_WEIGHT,
+        "recovery": "a non-ok step later followed by an ok step with the same tool "
+        "(the same action when the tool is null)",
+    },
+    "per_token": _PER_TOKEN,
+    "user_rating": _RATING_WEIGHT,
+    "explicit_value": "added to the sum of the components when given",
+    "aggregate": "mean of the episode's reward scalars",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeFacts:
+    """What an episode did: its outcome, progress, step skeletons and wall time."""
+
+    outcome: str | None
+    progress: float | None
+    steps: list[dict[str, Any]]
+    duration_ms: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Baseline:
+    """Medians over stored episodes of the same task type."""
+
+    episodes: int
+    median_steps: float | None
+    median_duration_ms: float | None
+
+
+def median(values: list[float]) -> float | None:
+    """The median of values (None when empty)."""
+    return float(statistics.median(values)) if values else None
+
+
+def aggregate(scalars: list[float]) -> float | None:
+    """The episode's learning reward from several rewards: their mean (None when empty)."""
+    if not scalars:
+        return None
+    # fsum is exactly rounded, so the mean does not depend on the order of the rewards.
+    return round(math.fsum(scalars) / len(scalars), 10)
+
+
+def _clip(x: float, low: float, high: float) -> float:
+    return max(low, min(high, x))
+
+
+def _same_step_kind(failed: dict[str, Any], later: dict[str, Any]) -> bool:
+    tool = failed.get("tool")
+    if tool:
+        return bool(later.get("tool") == tool)
+    return not later.get("tool") and later.get("action") == failed.get("action")
+
+
+def _usable_median(baseline: Baseline | None, *, min_baseline: int) -> float | None:
+    if baseline is None or baseline.episodes < min_baseline:
+        return None
+    m = baseline.median_steps
+    return m if m is not None and m > 0 else None
+
+
+def _outcome(
+    facts: EpisodeFacts, *, baseline: Baseline | None, signals: dict[str, Any], min_baseline: int
+) -> float | None:
+    success = signals.get("task_success")
+    if success is not None:
+        return 1.0 if success else 0.0
+    steps_done = len(facts.steps)
+    if facts.outcome == "success":
+        return 1.0
+    if facts.outcome == "partial":
+        progress = _DEFAULT_PROGRESS if facts.progress is None else float(facts.progress)
+        return _clip(progress, 0.0, 1.0)
+    if facts.outcome == "failure":
+        return 0.0
+    if facts.outcome == "abstained":
+        median_steps = _usable_median(baseline, min_baseline=min_baseline)
+        if median_steps is not None:
+            early = 1.0 - min(1.0, steps_done / median_steps)
+        else:
+            early = 1.0 / (1.0 + steps_done)
+        return _ABSTAIN_BASE + _ABSTAIN_EARLY * early
+    return None
+
+
+def _duration(facts: EpisodeFacts, *, signals: dict[str, Any]) -> float | None:
+    if signals.get("latency_ms") is not None:
+        return float(signals["latency_ms"])
+    if facts.duration_ms is not None:
+        return float(facts.duration_ms)
+    latencies = [float(s["latency_ms"]) for s in facts.steps if s.get("latency_ms") is not None]
+    return math.fsum(latencies) if latencies else None
+
+
+def _efficiency(
+    facts: EpisodeFacts, *, baseline: Baseline | None, signals: dict[str, Any], min_baseline: int
+) -> float | None:
+    if baseline is None or baseline.episodes < min_baseline:
+        return None
+    savings: list[float] = []
+    median_steps = baseline.median_steps
+    if median_steps is not None and median_steps > 0:
+        savings.append(_clip((median_steps - len(facts.steps)) / median_steps, -1.0, 1.0))
+    median_duration = baseline.median_duration_ms
+    duration = _duration(facts, signals=signals)
+    if median_duration is not None and median_duration > 0 and duration is not None:
+        savings.append(_clip((median_duration - duration) / median_duration, -1.0, 1.0))
+    if not savings:
+        return None
+    return _EFFICIENCY_WEIGHT * math.fsum(savings) / len(savings)
+
+
+def _quality(steps: list[dict[str, Any]]) -> float | None:
+    if not steps:
+        return None
+    failed = [i for i, step in enumerate(steps) if step.get("status") != "ok"]
+    recovered = sum(
+        1
+        for i in failed
+        if any(
+            later.get("status") == "ok" and _same_step_kind(steps[i], later)
+            for later in steps[i + 1 :]
+        )
+    )
+    error_rate = len(failed) / len(steps)
+    recovery_rate = recovered / len(failed) if failed else 0.0
+    return _ERROR_WEIGHT * error_rate + _RECOVERY_WEIGHT * recovery_rate
+
+
+def episode_reward(
+    facts: EpisodeFacts,
+    *,
+    baseline: Baseline | None,
+    value: float | None,
+    signals: dict[str, Any],
+    min_baseline: int = _DEFAULT_MIN_BASELINE,
+) -> tuple[float, dict[str, float]]:
+    """(scalar, components) under episode-v1."""
+    parts: dict[str, float | None] = {
+        "outcome": _outcome(facts, baseline=baseline, signals=signals, min_baseline=min_baseline),
+        "efficiency": _efficiency(
+            facts, baseline=baseline, signals=signals, min_baseline=min_baseline
+        ),
+        "quality": _quality(facts.steps),
+    }
+    if signals.get("tokens_used") is not None:
+        parts["tokens"] = _PER_TOKEN * float(signals["tokens_used"])
+    if signals.get("user_rating") is not None:
+        parts["user_rating"] = _RATING_WEIGHT * _clip(float(signals["user_rating"]), -1.0, 1.0)
+    if value is not None:
+        parts["explicit"] = float(value)
+    components = {name: round(part, 10) for name, part in parts.items() if part is not None}
+    return round(math.fsum(components.values()), 10), components

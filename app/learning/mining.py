@@ -1,0 +1,104 @@
+"""Pattern mining (pure): what one episode contributes to each pattern's counters.
+
+Patterns are counted per task type, one episode at a time, so that mining a new
+episode costs the same however many came before it:
+  action       an action (tool.action) the episode performed
+  sequence     an ordered pair of actions, a before b with any gap between them
+  recovery     a failed step followed by the first later ok step that recovered it
+  context      a context feature (domain=, language=, tag=) of the episode
+  skill_chain  two skills the agent applied one after the other
+  task         the task type's own counters (the base rate the others compare with)
+Failure patterns are actions whose success rate sits significantly below the task
+type's base rate; they are derived from the action counters when skills evolve.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from app.learning.reflection import action_key
+
+Z95 = 1.959963984540054
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    kind: str
+    signature: str
+    items: tuple[str, ...]
+
+
+def pattern_id(kind: str, task_type: str, signature: str) -> str:
+    """The same pattern always gets the same id, so counting is an upsert."""
+    digest = hashlib.sha256(f"{kind}\x1f{task_type}\x1f{signature}".encode()).hexdigest()
+    return digest[:32]
+
+
+def wilson_lcb(successes: float, n: float, *, z: float = Z95) -> float:
+    """Lower bound of the Wilson score interval of a success rate (0 when n is 0)."""
+    if n <= 0:
+        return 0.0
+    p = successes / n
+    centre = p + z * z / (2 * n)
+    margin = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return max(0.0, (centre - margin) / (1 + z * z / n))
+
+
+def wilson_ucb(successes: float, n: float, *, z: float = Z95) -> float:
+    """Upper bound of the Wilson score interval (1 when n is 0)."""
+    if n <= 0:
+        return 1.0
+    return 1.0 - wilson_lcb(n - successes, n, z=z)
+
+
+def context_features(*, domain: str | None, language: str | None, tags: list[str]) -> list[str]:
+    features = []
+    if domain:
+        features.append(f"domain={domain}")
+    if language:
+        features.append(f"language={language}")
+    features.extend(f"tag={tag}" for tag in sorted(set(tags)))
+    return features
+
+
+def recoveries(steps: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(failed action, recovering action) pairs: the first later ok step with the same
+    tool, else the next ok step."""
+    pairs = []
+    for i, step in enumerate(steps):
+        if step.get("status", "ok") == "ok":
+            continue
+        later = [s for s in steps[i + 1 :] if s.get("status", "ok") == "ok"]
+        same_tool = [s for s in later if step.get("tool") and s.get("tool") == step.get("tool")]
+        fix = (same_tool or later)[:1]
+        if fix:
+            pairs.append((action_key(step), action_key(fix[0])))
+    return pairs
+
+
+def episode_patterns(
+    *, steps: list[dict[str, Any]], context: list[str], skills_applied: list[str]
+) -> list[Found]:
+    """Every pattern this episode supports, each once."""
+    keys = [action_key(s) for s in steps]
+    first: dict[str, int] = {}
+    last: dict[str, int] = {}
+    for i, key in enumerate(keys):
+        first.setdefault(key, i)
+        last[key] = i
+    found = [Found("task", "", ())]
+    found.extend(Found("action", key, (key,)) for key in first)
+    for a, i in first.items():
+        for b, j in last.items():
+            if a != b and i < j:
+                found.append(Found("sequence", f"{a} > {b}", (a, b)))
+    for failed, fix in dict.fromkeys(recoveries(steps)):
+        found.append(Found("recovery", f"{failed} ! {fix}", (failed, fix)))
+    found.extend(Found("context", feature, (feature,)) for feature in dict.fromkeys(context))
+    for a, b in dict.fromkeys(zip(skills_applied, skills_applied[1:], strict=False)):
+        if a != b:
+            found.append(Found("skill_chain", f"{a} > {b}", (a, b)))
+    return found

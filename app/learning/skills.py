@@ -1,0 +1,177 @@
+"""Skill evolution (pure): derive a procedure from recent episodes, measure one, and
+decide retirement, merging and specialisation.
+
+A procedure is derived from the successful episodes of a window (the latest episodes
+of a task type): its steps are the actions present in at least `step_share` of them,
+ordered by how often each comes before the others; a step's `on_error` is the action
+that most often followed its failures in successful episodes. It is then measured on
+the whole window: support (episodes that performed its steps in order), success rate,
+mean reward and the Wilson lower bound of the success rate.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.learning.mining import wilson_lcb, wilson_ucb
+
+MAX_EVIDENCE = 20
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeView:
+    id: str
+    actions: tuple[str, ...]
+    statuses: tuple[str, ...]
+    success: bool
+    reward: float
+    context: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Procedure:
+    steps: tuple[str, ...]
+    on_error: dict[str, str] = field(default_factory=dict)
+    support: int = 0
+    successes: int = 0
+    mean_reward: float | None = None
+    lcb: float = 0.0
+    evidence: tuple[str, ...] = ()
+
+    @property
+    def success_rate(self) -> float:
+        return self.successes / self.support if self.support else 0.0
+
+
+def contains_in_order(actions: Sequence[str], steps: Sequence[str]) -> bool:
+    """True when `steps` is a subsequence of `actions` (other actions may come between)."""
+    it = iter(actions)
+    return all(step in it for step in steps)
+
+
+def measure(
+    steps: Sequence[str], window: Sequence[EpisodeView], *, on_error: dict[str, str] | None = None
+) -> Procedure:
+    """How the episodes that performed these steps in order fared."""
+    hits = [e for e in window if contains_in_order(e.actions, steps)]
+    wins = [e for e in hits if e.success]
+    mean = sum(e.reward for e in hits) / len(hits) if hits else None
+    return Procedure(
+        steps=tuple(steps),
+        on_error=dict(on_error or {}),
+        support=len(hits),
+        successes=len(wins),
+        mean_reward=mean,
+        lcb=wilson_lcb(len(wins), len(hits)),
+        evidence=tuple(e.id for e in wins[-MAX_EVIDENCE:]),
+    )
+
+
+def _order(steps: set[str], wins: Sequence[EpisodeView]) -> tuple[str, ...]:
+    before: Counter[tuple[str, str]] = Counter()
+    position: Counter[str] = Counter()
+    for e in wins:
+        first: dict[str, int] = {}
+        for i, action in enumerate(e.actions):
+            first.setdefault(action, i)
+        for a in steps:
+            position[a] += first.get(a, len(e.actions))
+            for b in steps:
+                if a != b and a in first and b in first and first[a] < first[b]:
+                    before[(a, b)] += 1
+    score = {a: sum(1 for b in steps if before[(a, b)] > before[(b, a)]) for a in steps}
+    return tuple(sorted(steps, key=lambda a: (-score[a], position[a], a)))
+
+
+def recoveries_of(steps: Sequence[str], wins: Sequence[EpisodeView]) -> dict[str, str]:
+    """For each step, the action that most often came right after its failure (twice at least)."""
+    seen: dict[str, Counter[str]] = {s: Counter() for s in steps}
+    for e in wins:
+        for i, (action, status) in enumerate(zip(e.actions, e.statuses, strict=True)):
+            if status != "ok" and action in seen and i + 1 < len(e.actions):
+                seen[action][e.actions[i + 1]] += 1
+    out = {}
+    for step, counts in seen.items():
+        if counts:
+            fix, n = counts.most_common(1)[0]
+            if n >= 2 and fix != step:
+                out[step] = fix
+    return out
+
+
+def derive(
+    window: Sequence[EpisodeView], *, min_support: int, step_share: float
+) -> Procedure | None:
+    """The procedure the window's successful episodes share, measured on the window."""
+    wins = [e for e in window if e.success]
+    if len(wins) < min_support:
+        return None
+    present: Counter[str] = Counter()
+    for e in wins:
+        present.update(set(e.actions))
+    chosen = {a for a, n in present.items() if n >= step_share * len(wins)}
+    if not chosen:
+        return None
+    steps = _order(chosen, wins)
+    return measure(steps, window, on_error=recoveries_of(steps, wins))
+
+
+def jaccard(a: Sequence[str], b: Sequence[str]) -> float:
+    sa, sb = set(a), set(b)
+    return len(sa & sb) / len(sa | sb) if sa or sb else 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Split:
+    """A context in which a procedure works and another in which it fails."""
+
+    feature: str  # e.g. "domain=web"
+    good: Procedure
+    bad_feature: str
+    bad: Procedure
+
+
+def context_split(
+    steps: Sequence[str],
+    window: Sequence[EpisodeView],
+    *,
+    min_support: int,
+    good_lcb: float,
+    bad_below: float,
+) -> Split | None:
+    """A feature value where the procedure works (lcb >= good_lcb) while another value
+    of the same feature makes it fail (upper bound < bad_below)."""
+    by_feature: dict[str, list[EpisodeView]] = {}
+    for e in window:
+        for feature in e.context:
+            by_feature.setdefault(feature, []).append(e)
+    measured = {f: measure(steps, eps) for f, eps in sorted(by_feature.items())}
+    for feature, good in measured.items():
+        if good.support < min_support or good.lcb < good_lcb:
+            continue
+        name = feature.split("=", 1)[0]
+        for other, bad in measured.items():
+            if other == feature or other.split("=", 1)[0] != name or bad.support < min_support:
+                continue
+            if wilson_ucb(bad.successes, bad.support) < bad_below:
+                return Split(feature, good, other, bad)
+    return None
+
+
+def retire_reason(
+    recent: Sequence[Mapping[str, Any]], *, after_uses: int, below: float
+) -> str | None:
+    """Why a skill should retire, judged on its latest `after_uses` uses (None: keep it)."""
+    if len(recent) < after_uses:
+        return None
+    last = recent[-after_uses:]
+    wins = sum(1 for r in last if r.get("success"))
+    total = sum(float(r.get("reward") or 0.0) for r in last)
+    if wins / len(last) < below:
+        return f"succeeded in {wins} of its last {len(last)} uses (below {below:.0%})"
+    if total <= 0:
+        return f"earned no positive reward over its last {len(last)} uses (sum {total:.3f})"
+    return None

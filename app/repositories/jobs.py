@@ -1,0 +1,156 @@
+"""SQL for the job queue: enqueue, claim with a lease, finish, fail, list."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any, cast
+
+from sqlalchemy import Table, and_, func, insert, or_, select, tuple_, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.models import Job
+from app.repositories import keyset
+from app.services.ids import uuid7
+
+JOBS = cast(Table, Job.__table__)
+WAITING = ("queued", "failed")
+
+
+def job_row(
+    namespace: str,
+    kind: str,
+    *,
+    key: str,
+    payload: dict[str, Any],
+    now: datetime,
+    max_attempts: int,
+) -> dict[str, Any]:
+    return {
+        "namespace": namespace,
+        "id": uuid7(),
+        "kind": kind,
+        "key": key,
+        "payload": payload,
+        "status": "queued",
+        "attempts": 0,
+        "max_attempts": max_attempts,
+        "run_after": now,
+        "locked_until": None,
+        "last_error": None,
+        "result": None,
+        "created_at": now,
+        "updated_at": now,
+        "finished_at": None,
+    }
+
+
+class JobRepository:
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    async def insert_many(self, rows: Sequence[dict[str, Any]]) -> None:
+        if rows:
+            await self.session.execute(insert(JOBS), list(rows))
+
+    async def waiting(self, namespace: str, kind: str, key: str) -> Job | None:
+        """A job of this kind and key that has not started yet (so a new one is redundant)."""
+        query = select(Job).where(
+            Job.namespace == namespace,
+            Job.kind == kind,
+            Job.key == key,
+            Job.status.in_(WAITING),
+        )
+        return (await self.session.scalars(query.limit(1))).first()
+
+    async def claim(self, *, now: datetime, lease_s: float, limit: int) -> list[Job]:
+        """Take up to `limit` due jobs (and running ones whose lease has passed)."""
+        due = or_(
+            and_(Job.status.in_(WAITING), Job.run_after <= now),
+            and_(Job.status == "running", Job.locked_until < now),
+        )
+        query = select(Job.namespace, Job.id).where(due).order_by(Job.run_after).limit(limit)
+        if self.session.get_bind().dialect.name == "postgresql":
+            query = query.with_for_update(skip_locked=True)
+        keys = [tuple(r) for r in (await self.session.execute(query)).all()]
+        if not keys:
+            return []
+        await self.session.execute(
+            update(JOBS)
+            .where(tuple_(JOBS.c.namespace, JOBS.c.id).in_(keys))
+            .values(
+                status="running",
+                attempts=JOBS.c.attempts + 1,
+                locked_until=now + timedelta(seconds=lease_s),
+                updated_at=now,
+            )
+        )
+        jobs = await self.session.scalars(
+            select(Job)
+            .where(tuple_(Job.namespace, Job.id).in_(keys))
+            .order_by(Job.run_after, Job.id)
+            .execution_options(populate_existing=True)
+        )
+        return list(jobs)
+
+    async def release_running(self, *, now: datetime) -> int:
+        """Put every running job back in the queue (their worker is known to be gone)."""
+        result = await self.session.execute(
+            update(JOBS)
+            .where(JOBS.c.status == "running")
+            .values(status="queued", locked_until=None, run_after=now, updated_at=now)
+        )
+        return int(getattr(result, "rowcount", 0) or 0)
+
+    async def finish(
+        self, jobs: Sequence[Job], *, now: datetime, result: dict[str, Any] | None
+    ) -> None:
+        for job in jobs:
+            job.status = "done"
+            job.finished_at = now
+            job.updated_at = now
+            job.locked_until = None
+            job.last_error = None
+            job.result = result
+        await self.session.flush()
+
+    async def fail(self, job: Job, *, error: str, now: datetime, retry_base_s: float) -> None:
+        """Back off exponentially; dead-letter once the attempts are used up."""
+        job.last_error = error[:2000]
+        job.updated_at = now
+        job.locked_until = None
+        if job.attempts >= job.max_attempts:
+            job.status = "dead"
+            job.finished_at = now
+        else:
+            job.status = "failed"
+            job.run_after = now + timedelta(seconds=retry_base_s * 2 ** (job.attempts - 1))
+        await self.session.flush()
+
+    async def get(self, namespace: str, job_id: str) -> Job | None:
+        return await self.session.get(Job, (namespace, job_id))
+
+    async def page(
+        self,
+        namespace: str,
+        *,
+        status: str | None,
+        kind: str | None,
+        before: keyset.Key | None,
+        limit: int,
+    ) -> list[Job]:
+        query = select(Job).where(Job.namespace == namespace)
+        if status is not None:
+            query = query.where(Job.status == status)
+        if kind is not None:
+            query = query.where(Job.kind == kind)
+        if before is not None:
+            query = query.where(keyset.before(Job.created_at, Job.id, before))
+        query = query.order_by(Job.created_at.desc(), Job.id.desc()).limit(limit)
+        return list(await self.session.scalars(query))
+
+    async def counts(self, namespace: str) -> dict[str, int]:
+        query = (
+            select(Job.status, func.count()).where(Job.namespace == namespace).group_by(Job.status)
+        )
+        return dict((await self.session.execute(query)).all())

@@ -1,0 +1,481 @@
+"""Skill evolution: create, activate, refine, specialise, merge, compose and retire
+skills from a bounded window of each task type's latest episodes; keep failure
+patterns current. Every change is a skill event with its reason and evidence.
+Runs in the job's session; never commits."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.core.config import Learning
+from app.learning.mining import context_features, pattern_id, wilson_ucb
+from app.learning.reflection import action_key
+from app.learning.skills import (
+    EpisodeView,
+    Procedure,
+    context_split,
+    derive,
+    jaccard,
+    measure,
+    retire_reason,
+)
+from app.models import Pattern, Skill
+from app.repositories.learning import LearningRepository
+from app.repositories.memories import MemoryRepository
+from app.services.ids import uuid7
+from app.services.memories import token_estimate
+
+REFINE_MARGIN = 0.05
+
+
+def skill_steps(procedure: Procedure) -> list[dict[str, Any]]:
+    return [{"action": a, "on_error": procedure.on_error.get(a)} for a in procedure.steps]
+
+
+def actions(skill: Skill) -> list[str]:
+    return [s["action"] for s in skill.steps]
+
+
+def describe(skill: Skill) -> str:
+    """The skill as a memory's text: what recall hands to the next agent."""
+    parts = []
+    for i, step in enumerate(skill.steps, 1):
+        fix = f" (if it fails: {step['on_error']})" if step.get("on_error") else ""
+        parts.append(f"{i}. {step['action']}{fix}")
+    context = ", ".join(f"{k}={v}" for k, v in sorted(skill.trigger.get("context", {}).items()))
+    when = f" when {context}" if context else ""
+    return (
+        f"Skill {skill.name} for {skill.task_type or 'any task'}{when}: "
+        + "; ".join(parts)
+        + f". Succeeded in {skill.success_rate:.0%} of {skill.support} recent episodes."
+    )
+
+
+class EvolutionService:
+    def __init__(self, session: AsyncSession, *, settings: Learning) -> None:
+        self.session = session
+        self.settings = settings
+        self.repo = LearningRepository(session)
+        self.memories = MemoryRepository(session)
+        self.changes: list[dict[str, Any]] = []
+        self._events: list[dict[str, Any]] = []
+
+    async def evolve(self, namespace: str, task_types: list[str]) -> list[dict[str, Any]]:
+        """One evolution pass over these task types; returns the changes made."""
+        now = datetime.now(UTC)
+        for task_type in sorted(set(task_types)):
+            await self._evolve_type(namespace, task_type, now)
+            await self._failure_patterns(namespace, task_type, now)
+        await self.repo.insert_events(self._events)
+        await self.session.flush()
+        return self.changes
+
+    async def _window(self, namespace: str, task_type: str) -> list[EpisodeView]:
+        since = await self.repo.last_retirement(namespace, task_type)
+        rows = await self.repo.window(
+            namespace, task_type or None, since=since, limit=self.settings.window
+        )
+        learned = await self.repo.learned(namespace, [r.id for r in rows])
+        views = []
+        for row in rows:
+            record = learned.get(row.id)
+            success = record.success if record else row.outcome == "success"
+            reward = record.reward if record else float(success)
+            context = context_features(domain=row.domain, language=row.language, tags=row.tags)
+            views.append(
+                EpisodeView(
+                    id=row.id,
+                    actions=tuple(action_key(s) for s in row.steps),
+                    statuses=tuple(s.get("status", "ok") for s in row.steps),
+                    success=success,
+                    reward=reward,
+                    context=tuple(context),
+                )
+            )
+        return views
+
+    async def _evolve_type(self, namespace: str, task_type: str, now: datetime) -> None:
+        s = self.settings
+        skills = await self.repo.skills_of_type(namespace, task_type)
+        live = [k for k in skills if k.status != "retired"]
+        for skill in live:
+            reason = retire_reason(
+                skill.recent, after_uses=s.retire_after_uses, below=s.retire_below
+            )
+            if reason is not None:
+                await self._retire(skill, reason, [r["episode_id"] for r in skill.recent], now)
+        live = [k for k in live if k.status != "retired"]
+        window = await self._window(namespace, task_type)
+        for skill in live:
+            self._measure(skill, measure(actions(skill), window), now)
+            if skill.status == "candidate" and self._activatable(skill):
+                await self._activate(skill, now)
+        proc = derive(window, min_support=s.min_support, step_share=s.step_share)
+        if proc is not None and proc.support >= s.min_support and proc.lcb >= s.skill_min_lcb:
+            generic = [k for k in live if not k.trigger.get("context")]
+            similar = max(generic, key=lambda k: jaccard(actions(k), proc.steps), default=None)
+            if similar is not None and jaccard(actions(similar), proc.steps) >= s.merge_similarity:
+                if skill_steps(proc) != similar.steps and proc.lcb > similar.lcb + REFINE_MARGIN:
+                    await self._refine(similar, proc, now)
+            elif not generic:
+                live.append(await self._create(namespace, task_type, proc, now))
+        await self._merge(live, now)
+        await self._specialise(namespace, task_type, live, window, now)
+        await self._compose(namespace, task_type, live, now)
+
+    def _activatable(self, skill: Skill) -> bool:
+        return (
+            skill.support >= self.settings.min_support and skill.lcb >= self.settings.activate_lcb
+        )
+
+    def _measure(self, skill: Skill, proc: Procedure, now: datetime) -> None:
+        skill.support = proc.support
+        skill.success_rate = proc.success_rate
+        skill.lcb = proc.lcb
+        if proc.evidence:
+            skill.evidence = list(proc.evidence)
+        skill.updated_at = now
+
+    def _event(
+        self,
+        skill: Skill,
+        kind: str,
+        reason: str,
+        evidence: list[str],
+        now: datetime,
+        **details: Any,
+    ) -> None:
+        self._events.append(
+            {
+                "namespace": skill.namespace,
+                "id": uuid7(),
+                "skill_id": skill.id,
+                "kind": kind,
+                "version": skill.version,
+                "reason": reason,
+                "evidence": evidence[-20:],
+                "details": details,
+                "created_at": now,
+            }
+        )
+        self.changes.append(
+            {"skill_id": skill.id, "name": skill.name, "change": kind, "reason": reason}
+        )
+
+    async def _create(
+        self,
+        namespace: str,
+        task_type: str,
+        proc: Procedure,
+        now: datetime,
+        *,
+        context: dict[str, str] | None = None,
+        parents: list[str] | None = None,
+        kind: str = "created",
+        reason: str | None = None,
+    ) -> Skill:
+        suffix = "".join(f"-{v}" for v in (context or {}).values())
+        base = f"{task_type or 'task'}{suffix}"
+        name = f"{base}-v{uuid7()[-6:]}" if kind != "created" else base
+        existing = await self.repo.skills_for(namespace, [name])
+        if name in existing:
+            name = f"{base}-{uuid7()[-6:]}"
+        skill = Skill(
+            namespace=namespace,
+            id=uuid7(),
+            name=name,
+            task_type=task_type,
+            trigger={
+                "task_type": task_type or None,
+                "context": dict(context or {}),
+                "keywords": sorted({a.split(".", 1)[0] for a in proc.steps}),
+            },
+            steps=skill_steps(proc),
+            status="candidate",
+            version=1,
+            uses=0,
+            successes=0,
+            reward_sum=0.0,
+            recent=[],
+            support=proc.support,
+            success_rate=proc.success_rate,
+            lcb=proc.lcb,
+            evidence=list(proc.evidence),
+            parent_ids=list(parents or []),
+            memory_id=None,
+            created_at=now,
+            updated_at=now,
+            retired_at=None,
+        )
+        self.session.add(skill)
+        why = reason or (
+            f"{proc.successes} of {proc.support} recent episodes that performed these steps "
+            f"in order succeeded (lower bound {proc.lcb:.2f})"
+        )
+        self._event(skill, kind, why, list(proc.evidence), now, steps=skill.steps)
+        if self._activatable(skill):
+            await self._activate(skill, now)
+        return skill
+
+    async def _activate(self, skill: Skill, now: datetime) -> None:
+        skill.status = "active"
+        skill.updated_at = now
+        await self._publish(skill, now)
+        self._event(
+            skill,
+            "activated",
+            f"lower bound of its success rate {skill.lcb:.2f} >= {self.settings.activate_lcb}",
+            list(skill.evidence),
+            now,
+        )
+
+    async def _publish(self, skill: Skill, now: datetime) -> None:
+        """Write the skill's memory (a new version when it had one), so recall can pick it."""
+        content = describe(skill)
+        previous = skill.memory_id
+        memory_id = uuid7()
+        scope = {"level": "global", **({"task_type": skill.task_type} if skill.task_type else {})}
+        scope.update(skill.trigger.get("context", {}))
+        version = 1
+        if previous is not None:
+            old = await self.memories.get(skill.namespace, previous)
+            if old is not None:
+                version = old.version + 1
+                await self.memories.transition(
+                    skill.namespace,
+                    previous,
+                    from_statuses=("active", "quarantined", "contradicted"),
+                    values={"status": "superseded", "superseded_by": memory_id, "updated_at": now},
+                )
+        await self.memories.insert(
+            {
+                "namespace": skill.namespace,
+                "id": memory_id,
+                "type": "skill",
+                "scope": scope,
+                "content": content,
+                "status": "active",
+                "confidence": round(skill.lcb, 6),
+                "sensitivity": "low",
+                "criticality": 0.6,
+                "valid_from": None,
+                "valid_until": None,
+                "source_refs": [
+                    f"skill:{skill.id}",
+                    *(f"episode:{e}" for e in skill.evidence[-5:]),
+                ],
+                "metadata": {
+                    "skill_id": skill.id,
+                    "name": skill.name,
+                    "version": skill.version,
+                    "task_type": skill.task_type or None,
+                    "steps": skill.steps,
+                    "trigger": skill.trigger,
+                },
+                "version": version,
+                "previous_id": previous,
+                "superseded_by": None,
+                "token_estimate": token_estimate(content),
+                "use_count": 0,
+                "last_used_at": None,
+                "reward_count": 0,
+                "reward_sum": 0.0,
+                "created_at": now,
+                "updated_at": now,
+            }
+        )
+        skill.memory_id = memory_id
+
+    async def _refine(self, skill: Skill, proc: Procedure, now: datetime) -> None:
+        before = skill.steps
+        skill.steps = skill_steps(proc)
+        skill.version += 1
+        self._measure(skill, proc, now)
+        if skill.status == "active":
+            await self._publish(skill, now)
+        self._event(
+            skill,
+            "refined",
+            f"the steps recent successful episodes share changed; they succeeded in "
+            f"{proc.successes} of {proc.support} (lower bound {proc.lcb:.2f})",
+            list(proc.evidence),
+            now,
+            before=before,
+            after=skill.steps,
+        )
+
+    async def _retire(self, skill: Skill, reason: str, evidence: list[str], now: datetime) -> None:
+        skill.status = "retired"
+        skill.retired_at = now
+        skill.updated_at = now
+        if skill.memory_id is not None:
+            await self.memories.transition(
+                skill.namespace,
+                skill.memory_id,
+                from_statuses=("active", "quarantined"),
+                values={"status": "contradicted", "updated_at": now},
+            )
+        self._event(skill, "retired", reason, evidence, now)
+
+    async def _merge(self, live: list[Skill], now: datetime) -> None:
+        """Near-duplicates (same trigger, steps similar enough) become one: the better one
+        keeps the other's statistics."""
+        alive = [k for k in live if k.status != "retired"]
+        for i, a in enumerate(alive):
+            for b in alive[i + 1 :]:
+                if a.status == "retired" or b.status == "retired":
+                    continue
+                if a.trigger.get("context") != b.trigger.get("context"):
+                    continue
+                if jaccard(actions(a), actions(b)) < self.settings.merge_similarity:
+                    continue
+                keep, drop = (
+                    (a, b)
+                    if (a.lcb, -a.created_at.timestamp()) >= (b.lcb, -b.created_at.timestamp())
+                    else (b, a)
+                )
+                keep.uses += drop.uses
+                keep.successes += drop.successes
+                keep.reward_sum += drop.reward_sum
+                keep.parent_ids = sorted({*keep.parent_ids, drop.id})
+                self._event(
+                    keep,
+                    "merged",
+                    f"absorbed the near-duplicate {drop.name}",
+                    list(drop.evidence),
+                    now,
+                    absorbed=drop.id,
+                )
+                await self._retire(drop, f"merged into {keep.name}", list(drop.evidence), now)
+
+    async def _specialise(
+        self,
+        namespace: str,
+        task_type: str,
+        live: list[Skill],
+        window: list[EpisodeView],
+        now: datetime,
+    ) -> None:
+        s = self.settings
+        for skill in [k for k in live if k.status == "active" and not k.trigger.get("context")]:
+            split = context_split(
+                actions(skill),
+                window,
+                min_support=s.min_support,
+                good_lcb=s.activate_lcb,
+                bad_below=s.retire_below,
+            )
+            if split is None:
+                continue
+            key, value = split.feature.split("=", 1)
+            if any(k.trigger.get("context") == {key: value} for k in live if k.status != "retired"):
+                continue
+            reason = (
+                f"works when {split.feature} ({split.good.successes}/{split.good.support}) and "
+                f"fails when {split.bad_feature} ({split.bad.successes}/{split.bad.support})"
+            )
+            proc = Procedure(
+                steps=tuple(actions(skill)),
+                on_error={st["action"]: st["on_error"] for st in skill.steps if st.get("on_error")},
+                support=split.good.support,
+                successes=split.good.successes,
+                mean_reward=split.good.mean_reward,
+                lcb=split.good.lcb,
+                evidence=split.good.evidence,
+            )
+            child = await self._create(
+                namespace,
+                task_type,
+                proc,
+                now,
+                context={key: value},
+                parents=[skill.id],
+                kind="specialised",
+                reason=reason,
+            )
+            live.append(child)
+            self._event(skill, "specialised", reason, list(split.bad.evidence), now, child=child.id)
+
+    async def _compose(
+        self, namespace: str, task_type: str, live: list[Skill], now: datetime
+    ) -> None:
+        """Skills that reliably follow each other in successful episodes become one."""
+        s = self.settings
+        chains = await self.repo.patterns_of(namespace, task_type, ["skill_chain"])
+        for chain in chains:
+            if chain.support < s.min_support or chain.lcb < s.activate_lcb:
+                continue
+            parents = await self.repo.skills_for(namespace, chain.items)
+            if len(chain.items) != 2 or any(p not in parents for p in chain.items):
+                continue
+            first, second = parents[chain.items[0]], parents[chain.items[1]]
+            if first.status != "active" or second.status != "active":
+                continue
+            ids = [first.id, second.id]
+            if any(k.parent_ids == ids and k.status != "retired" for k in live):
+                continue
+            proc = Procedure(
+                steps=(*actions(first), *actions(second)),
+                on_error={
+                    st["action"]: st["on_error"]
+                    for st in [*first.steps, *second.steps]
+                    if st.get("on_error")
+                },
+                support=chain.support,
+                successes=chain.successes,
+                mean_reward=chain.mean_reward,
+                lcb=chain.lcb,
+                evidence=tuple(chain.evidence),
+            )
+            reason = (
+                f"{first.name} then {second.name} succeeded together in {chain.successes} of "
+                f"{chain.support} episodes (lower bound {chain.lcb:.2f})"
+            )
+            live.append(
+                await self._create(
+                    namespace, task_type, proc, now, parents=ids, kind="composed", reason=reason
+                )
+            )
+
+    async def _failure_patterns(self, namespace: str, task_type: str, now: datetime) -> None:
+        """Actions whose success rate is significantly below the task type's base rate."""
+        rows = await self.repo.patterns_of(namespace, task_type, ["task", "action", "failure"])
+        base = next((p for p in rows if p.kind == "task"), None)
+        if base is None or base.support == 0:
+            return
+        failures = {p.signature: p for p in rows if p.kind == "failure"}
+        for action in (p for p in rows if p.kind == "action"):
+            bad = (
+                action.support >= self.settings.min_support
+                and wilson_ucb(action.successes, action.support) < base.success_rate
+            )
+            row = failures.get(action.signature)
+            if bad:
+                if row is None:
+                    row = Pattern(
+                        namespace=namespace,
+                        id=pattern_id("failure", task_type, action.signature),
+                        kind="failure",
+                        task_type=task_type,
+                        signature=action.signature,
+                        items=list(action.items),
+                        created_at=now,
+                    )
+                    self.session.add(row)
+                for col in (
+                    "support",
+                    "successes",
+                    "reward_sum",
+                    "reward_count",
+                    "success_rate",
+                    "mean_reward",
+                    "lcb",
+                    "evidence",
+                ):
+                    setattr(row, col, getattr(action, col))
+                row.updated_at = now
+            elif row is not None:
+                await self.session.delete(row)

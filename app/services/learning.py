@@ -1,0 +1,322 @@
+"""Learning from episodes: reflect on each, count its patterns, credit the skills it
+applied; correct all of it exactly when a later reward changes the episode's score.
+Runs in the job's session; never commits."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.core.config import Learning
+from app.learning.episode_reward import (
+    Baseline,
+    EpisodeFacts,
+    aggregate,
+    episode_reward,
+    median,
+)
+from app.learning.mining import context_features, episode_patterns, pattern_id, wilson_lcb
+from app.learning.reflection import action_key, reflect
+from app.models import EpisodeLearning, Pattern, Reward, Skill
+from app.repositories.learning import LearningRepository
+from app.repositories.memories import MemoryRepository
+from app.services.ids import uuid7
+from app.services.memories import token_estimate
+
+MAX_EVIDENCE = 20
+
+
+def duration_ms(row: Any) -> float | None:
+    if row.started_at is not None and row.ended_at is not None:
+        return max(0.0, float((row.ended_at - row.started_at).total_seconds()) * 1000)
+    return float(row.total_latency_ms) if row.total_latency_ms else None
+
+
+def baseline_of(rows: Sequence[Any]) -> Baseline:
+    """Medians of steps and duration over a task type's recent episodes."""
+    durations = [d for d in (duration_ms(r) for r in rows) if d is not None]
+    return Baseline(
+        episodes=len(rows),
+        median_steps=median([float(r.step_count) for r in rows]),
+        median_duration_ms=median(durations),
+    )
+
+
+def facts_of(row: Any) -> EpisodeFacts:
+    return EpisodeFacts(
+        outcome=row.outcome, progress=row.progress, steps=row.steps, duration_ms=duration_ms(row)
+    )
+
+
+def judged(row: Any, rewards: Sequence[Reward], implicit: float) -> tuple[bool, float]:
+    """(success, reward) that learning takes from an episode: the outcome unless a reward
+    reported task_success; the mean of its rewards, else its own score under the spec."""
+    success = row.outcome == "success"
+    for reward in rewards:
+        if reward.signals.get("task_success") is not None:
+            success = bool(reward.signals["task_success"])
+    mean = aggregate([r.scalar for r in rewards])
+    return success, implicit if mean is None else mean
+
+
+def refresh(pattern: Pattern) -> None:
+    pattern.success_rate = pattern.successes / pattern.support if pattern.support else 0.0
+    pattern.mean_reward = (
+        pattern.reward_sum / pattern.reward_count if pattern.reward_count else None
+    )
+    pattern.lcb = wilson_lcb(pattern.successes, pattern.support)
+
+
+@dataclass
+class _Counts:
+    kind: str
+    task_type: str
+    signature: str
+    items: list[str]
+    support: int = 0
+    successes: int = 0
+    reward_sum: float = 0.0
+    evidence: list[str] = field(default_factory=list)
+
+
+class LearningService:
+    def __init__(self, session: AsyncSession, *, settings: Learning) -> None:
+        self.session = session
+        self.settings = settings
+        self.repo = LearningRepository(session)
+        self.memories = MemoryRepository(session)
+
+    async def _references(
+        self, namespace: str, task_type: str
+    ) -> tuple[Baseline, list[str] | None]:
+        """The task type's baseline and what a successful run of it looks like (its active
+        skill's steps, else the shortest recent successful episode)."""
+        rows = await self.repo.window(
+            namespace, task_type or None, since=None, limit=self.settings.window
+        )
+        for skill in await self.repo.skills_of_type(namespace, task_type):
+            if skill.status == "active" and not skill.trigger.get("context"):
+                return baseline_of(rows), [s["action"] for s in skill.steps]
+        wins = [r for r in rows if r.outcome == "success"]
+        best = min(wins, key=lambda r: (r.step_count, r.id), default=None)
+        reference = [action_key(s) for s in best.steps] if best is not None else None
+        return baseline_of(rows), reference
+
+    async def learn(self, namespace: str, episode_ids: Sequence[str]) -> dict[str, Any]:
+        """Take in completed episodes not learned yet (learning one twice changes nothing)."""
+        rows = await self.repo.episodes(namespace, episode_ids)
+        done = await self.repo.learned(namespace, [r.id for r in rows])
+        rows = [r for r in rows if r.id not in done]
+        if not rows:
+            return {"learned": 0, "task_types": []}
+        rewards = await self.repo.reward_scalars(namespace, [r.id for r in rows])
+        refs = {}
+        for task_type in sorted({r.task_type or "" for r in rows}):
+            refs[task_type] = await self._references(namespace, task_type)
+        names = sorted({name for r in rows for name in r.skills_applied})
+        skills = await self.repo.skills_for(namespace, names)
+        counts: dict[str, _Counts] = {}
+        memories: list[dict[str, Any]] = []
+        learned: list[dict[str, Any]] = []
+        now = datetime.now(UTC)
+        for row in rows:
+            task_type = row.task_type or ""
+            baseline, reference = refs[task_type]
+            implicit, _ = episode_reward(
+                facts_of(row),
+                baseline=baseline,
+                value=None,
+                signals={},
+                min_baseline=self.settings.min_baseline,
+            )
+            success, reward = judged(row, rewards.get(row.id, []), implicit)
+            context = context_features(domain=row.domain, language=row.language, tags=row.tags)
+            applied = [skills[n] for n in dict.fromkeys(row.skills_applied) if n in skills]
+            found = episode_patterns(
+                steps=row.steps, context=context, skills_applied=[s.id for s in applied]
+            )
+            for f in found:
+                pid = pattern_id(f.kind, task_type, f.signature)
+                c = counts.get(pid)
+                if c is None:
+                    c = counts[pid] = _Counts(f.kind, task_type, f.signature, list(f.items))
+                c.support += 1
+                c.successes += int(success)
+                c.reward_sum += reward
+                c.evidence.append(row.id)
+            for skill in applied:
+                credit_skill(skill, row.id, success=success, reward=reward, keep=self._keep)
+            memory_id = uuid7()
+            memories.append(self._reflection(namespace, memory_id, row, reference, reward, now))
+            learned.append(
+                {
+                    "namespace": namespace,
+                    "episode_id": row.id,
+                    "task_type": task_type,
+                    "pattern_ids": [pattern_id(f.kind, task_type, f.signature) for f in found],
+                    "skill_ids": [s.id for s in applied],
+                    "success": success,
+                    "reward": reward,
+                    "reflection_id": memory_id,
+                    "learned_at": now,
+                }
+            )
+        await self._count(namespace, counts, now)
+        await self.memories.insert_many(memories)
+        await self.repo.insert_learned(learned)
+        return {
+            "learned": len(rows),
+            "reflections": [m["id"] for m in memories],
+            "task_types": sorted(refs),
+        }
+
+    @property
+    def _keep(self) -> int:
+        return max(self.settings.retire_after_uses * 2, 20)
+
+    def _reflection(
+        self,
+        namespace: str,
+        memory_id: str,
+        row: Any,
+        reference: list[str] | None,
+        reward: float,
+        now: datetime,
+    ) -> dict[str, Any]:
+        found = reflect(steps=row.steps, outcome=row.outcome, reward=reward, reference=reference)
+        content = found.content(task_type=row.task_type)
+        # The episode id in the scope lets a scope filter find an episode's reflection.
+        scope = {"level": "global", "episode_id": row.id}
+        if row.task_type:
+            scope["task_type"] = row.task_type
+        return {
+            "namespace": namespace,
+            "id": memory_id,
+            "type": "reflection",
+            "scope": scope,
+            "content": content,
+            "status": "active",
+            "confidence": 0.6,
+            "sensitivity": "low",
+            "criticality": 0.3,
+            "valid_from": None,
+            "valid_until": None,
+            "source_refs": [f"episode:{row.id}"],
+            "metadata": {
+                "episode_id": row.id,
+                "task_type": row.task_type,
+                "outcome": row.outcome,
+                "reward": reward,
+                "successes": found.successes,
+                "improvements": found.improvements,
+                "insights": found.insights,
+            },
+            "version": 1,
+            "previous_id": None,
+            "superseded_by": None,
+            "token_estimate": token_estimate(content),
+            "use_count": 0,
+            "last_used_at": None,
+            "reward_count": 0,
+            "reward_sum": 0.0,
+            "created_at": now,
+            "updated_at": now,
+        }
+
+    async def _count(self, namespace: str, counts: dict[str, _Counts], now: datetime) -> None:
+        existing = await self.repo.patterns(namespace, list(counts))
+        new_rows = []
+        for pid, c in counts.items():
+            pattern = existing.get(pid)
+            if pattern is None:
+                pattern = Pattern(
+                    namespace=namespace,
+                    id=pid,
+                    kind=c.kind,
+                    task_type=c.task_type,
+                    signature=c.signature,
+                    items=c.items,
+                    support=0,
+                    successes=0,
+                    reward_sum=0.0,
+                    reward_count=0,
+                    evidence=[],
+                    created_at=now,
+                )
+            pattern.support += c.support
+            pattern.successes += c.successes
+            pattern.reward_sum += c.reward_sum
+            pattern.reward_count += c.support
+            pattern.evidence = [*pattern.evidence, *c.evidence][-MAX_EVIDENCE:]
+            pattern.updated_at = now
+            refresh(pattern)
+            if pid not in existing:
+                new_rows.append(
+                    {col.name: getattr(pattern, col.key) for col in Pattern.__mapper__.columns}
+                )
+        await self.repo.insert_patterns(new_rows)
+        await self.session.flush()
+
+    async def credit(self, namespace: str, episode_ids: Sequence[str]) -> dict[str, Any]:
+        """Bring learned episodes in line with their rewards: only the difference between
+        what was counted and what is due is applied, so crediting twice changes nothing."""
+        learned = await self.repo.learned(namespace, episode_ids)
+        rows = {r.id: r for r in await self.repo.episodes(namespace, list(learned))}
+        rewards = await self.repo.reward_scalars(namespace, list(learned))
+        changed: list[EpisodeLearning] = []
+        deltas: dict[str, tuple[int, float]] = {}
+        for eid, record in learned.items():
+            row = rows.get(eid)
+            if row is None:
+                continue
+            success, reward = judged(row, rewards.get(eid, []), record.reward)
+            d_success = int(success) - int(record.success)
+            d_reward = reward - record.reward
+            if d_success == 0 and abs(d_reward) < 1e-12:
+                continue
+            for pid in record.pattern_ids:
+                s, r = deltas.get(pid, (0, 0.0))
+                deltas[pid] = (s + d_success, r + d_reward)
+            skills = await self.repo.skills_for(namespace, record.skill_ids)
+            for sid in record.skill_ids:
+                if sid in skills:
+                    recredit_skill(skills[sid], eid, d_success=d_success, d_reward=d_reward)
+            record.success, record.reward = success, reward
+            changed.append(record)
+        patterns = await self.repo.patterns(namespace, list(deltas))
+        for pid, (d_success, d_reward) in deltas.items():
+            pattern = patterns.get(pid)
+            if pattern is not None:
+                pattern.successes += d_success
+                pattern.reward_sum += d_reward
+                refresh(pattern)
+        await self.session.flush()
+        return {
+            "credited": len(changed),
+            "task_types": sorted({r.task_type for r in changed}),
+        }
+
+
+def credit_skill(skill: Skill, episode_id: str, *, success: bool, reward: float, keep: int) -> None:
+    skill.uses += 1
+    skill.successes += int(success)
+    skill.reward_sum += reward
+    entry = {"episode_id": episode_id, "success": success, "reward": reward}
+    skill.recent = [*skill.recent, entry][-keep:]
+
+
+def recredit_skill(skill: Skill, episode_id: str, *, d_success: int, d_reward: float) -> None:
+    skill.successes += d_success
+    skill.reward_sum += d_reward
+    recent = []
+    for entry in skill.recent:
+        item = dict(entry)
+        if item.get("episode_id") == episode_id:
+            item["success"] = bool(item["success"]) + d_success > 0
+            item["reward"] = float(item["reward"]) + d_reward
+        recent.append(item)
+    skill.recent = recent

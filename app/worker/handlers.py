@@ -1,0 +1,80 @@
+"""Job handlers ("<domain>.<event>"): each takes the jobs of one kind and namespace and
+runs in the transaction that marks them done."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.core.config import Learning
+from app.models import Job
+from app.services.jobs import EVOLVE, enqueue
+from app.services.reflect import run_pass
+
+Handler = Callable[[AsyncSession, str, Sequence[Job], Learning], Awaitable[dict[str, Any]]]
+
+
+async def _evolve_later(
+    session: AsyncSession, namespace: str, task_types: list[str], settings: Learning
+) -> None:
+    if task_types:
+        await enqueue(
+            session,
+            namespace,
+            EVOLVE,
+            key="evolve",
+            payload={"task_types": task_types},
+            settings=settings,
+        )
+
+
+async def learn_episodes(
+    session: AsyncSession, namespace: str, jobs: Sequence[Job], settings: Learning
+) -> dict[str, Any]:
+    from app.services.learning import LearningService
+
+    ids = [j.payload["episode_id"] for j in jobs]
+    result = await LearningService(session, settings=settings).learn(namespace, ids)
+    await _evolve_later(session, namespace, result["task_types"], settings)
+    return {"learned": result["learned"]}
+
+
+async def credit_rewards(
+    session: AsyncSession, namespace: str, jobs: Sequence[Job], settings: Learning
+) -> dict[str, Any]:
+    from app.services.learning import LearningService
+
+    ids = sorted({e for j in jobs for e in j.payload.get("episode_ids", [])})
+    result = await LearningService(session, settings=settings).credit(namespace, ids)
+    await _evolve_later(session, namespace, result["task_types"], settings)
+    return {"credited": result["credited"]}
+
+
+async def evolve_skills(
+    session: AsyncSession, namespace: str, jobs: Sequence[Job], settings: Learning
+) -> dict[str, Any]:
+    from app.services.evolution import EvolutionService
+
+    task_types = sorted({t for j in jobs for t in j.payload.get("task_types", [])})
+    changes = await EvolutionService(session, settings=settings).evolve(namespace, task_types)
+    return {"changes": changes}
+
+
+async def reflect_pass(
+    session: AsyncSession, namespace: str, jobs: Sequence[Job], settings: Learning
+) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for job in jobs:
+        found = await run_pass(session, namespace, job.payload, settings=settings)
+        result = found.model_dump(mode="json", exclude={"patterns"})
+    return result
+
+
+HANDLERS: dict[str, Handler] = {
+    "episode.learn": learn_episodes,
+    "reward.credit": credit_rewards,
+    "skills.evolve": evolve_skills,
+    "reflect.pass": reflect_pass,
+}

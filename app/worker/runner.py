@@ -1,0 +1,173 @@
+"""The background worker: claims due jobs, runs them, retries with backoff.
+
+Jobs are claimed in batches under a lease; jobs of one kind and namespace run
+together in one transaction that also marks them done, so a job's effects and its
+completion commit together (a crash loses neither half alone, and a job claimed again
+after a crash finds its work not done). When a batch fails, each of its jobs runs on
+its own so that one bad job cannot hold back the others; a failing job is retried
+with exponential backoff and dead-lettered after `max_attempts`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from app.core.config import Learning
+from app.models import Job
+from app.repositories.jobs import JobRepository
+from app.repositories.learning import LearningRepository
+from app.worker.handlers import HANDLERS
+
+log = logging.getLogger("engram.worker")
+
+
+class Worker:
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        settings: Learning,
+        *,
+        lock: asyncio.Lock | None = None,
+    ) -> None:
+        self.sessions = sessions
+        self.settings = settings
+        self.lock = lock
+        self.busy_s = 0.0  # time spent running jobs (what the speed targets count)
+        self._wake = asyncio.Event()
+        self._last_pass = 0.0
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    @contextlib.asynccontextmanager
+    async def session(self) -> AsyncIterator[AsyncSession]:
+        """A write session of its own, committed on success (and the SQLite write lock)."""
+        async with contextlib.AsyncExitStack() as stack:
+            if self.lock is not None:
+                await stack.enter_async_context(self.lock)
+            session = await stack.enter_async_context(self.sessions())
+            try:
+                yield session
+                await session.commit()
+            except BaseException:
+                await session.rollback()
+                raise
+
+    async def recover(self) -> int:
+        """At start of the API's own worker: jobs left running were this data directory's
+        previous process (only one process serves a data directory), so resume them now
+        rather than when their lease runs out."""
+        async with self.session() as session:
+            return await JobRepository(session).release_running(now=datetime.now(UTC))
+
+    async def run_once(self) -> int:
+        """Claim one batch of due jobs and run it; the number of jobs handled."""
+        started = time.perf_counter()
+        async with self.session() as session:
+            jobs = await JobRepository(session).claim(
+                now=datetime.now(UTC), lease_s=self.settings.lease_s, limit=self.settings.batch_size
+            )
+            claimed = [(j.namespace, j.id, j.kind) for j in jobs]
+        groups: dict[tuple[str, str], list[str]] = {}
+        for namespace, job_id, kind in claimed:
+            groups.setdefault((namespace, kind), []).append(job_id)
+        # Learning before evolving, so that evolution sees the episodes just learned.
+        order = {"episode.learn": 0, "reward.credit": 1, "reflect.pass": 2, "skills.evolve": 3}
+        for (namespace, kind), ids in sorted(groups.items(), key=lambda g: order.get(g[0][1], 9)):
+            await self._run_group(namespace, kind, ids)
+        if claimed:
+            self.busy_s += time.perf_counter() - started
+        return len(claimed)
+
+    async def _run_group(self, namespace: str, kind: str, ids: list[str]) -> None:
+        try:
+            await self._run(namespace, kind, ids)
+        except Exception as exc:
+            if len(ids) == 1:
+                await self._failed(namespace, ids[0], exc)
+                return
+            log.warning("job batch failed; running its jobs one by one", extra={"kind": kind})
+            for job_id in ids:
+                try:
+                    await self._run(namespace, kind, [job_id])
+                except Exception as one:
+                    await self._failed(namespace, job_id, one)
+
+    async def _run(self, namespace: str, kind: str, ids: list[str]) -> None:
+        async with self.session() as session:
+            repo = JobRepository(session)
+            jobs = [j for j in [await repo.get(namespace, i) for i in ids] if j is not None]
+            jobs = [j for j in jobs if j.status == "running"]
+            if not jobs:
+                return
+            handler = HANDLERS.get(kind)
+            if handler is None:
+                raise ValueError(f"no handler for job kind {kind!r}")
+            result = await handler(session, namespace, jobs, self.settings)
+            await repo.finish(jobs, now=datetime.now(UTC), result=result)
+
+    async def _failed(self, namespace: str, job_id: str, exc: Exception) -> None:
+        log.exception("job failed", extra={"job_id": job_id}, exc_info=exc)
+        async with self.session() as session:
+            repo = JobRepository(session)
+            job: Job | None = await repo.get(namespace, job_id)
+            if job is not None:
+                await repo.fail(
+                    job,
+                    error=f"{type(exc).__name__}: {exc}",
+                    now=datetime.now(UTC),
+                    retry_base_s=self.settings.retry_base_s,
+                )
+
+    async def periodic_pass(self) -> int:
+        """Queue a learning pass for each namespace with completed episodes not learned yet
+        (those whose job was lost, or that predate the worker)."""
+        from app.services.jobs import PASS, enqueue
+
+        async with self.session() as session:
+            names = await LearningRepository(session).namespaces_with_unlearned(limit=1000)
+            for namespace in names:
+                await enqueue(
+                    session, namespace, PASS, key="periodic", payload={}, settings=self.settings
+                )
+        return len(names)
+
+    async def drain(self, *, max_rounds: int = 1_000_000) -> int:
+        """Run until no job is due (tests and the CLI's --once)."""
+        total = 0
+        for _ in range(max_rounds):
+            n = await self.run_once()
+            if n == 0:
+                break
+            total += n
+        return total
+
+    async def run(self, *, resume: bool = False) -> None:
+        """Poll for jobs until cancelled; a periodic pass every pass_interval_s."""
+        if resume:
+            resumed = await self.recover()
+            if resumed:
+                log.info("resumed jobs left running", extra={"jobs": resumed})
+        while True:
+            try:
+                interval = self.settings.pass_interval_s
+                if interval > 0 and time.monotonic() - self._last_pass >= interval:
+                    self._last_pass = time.monotonic()
+                    await self.periodic_pass()
+                if await self.run_once():
+                    await asyncio.sleep(0)  # let requests in between batches
+                    continue
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("worker round failed")
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.settings.poll_interval_s)
