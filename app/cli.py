@@ -116,7 +116,11 @@ def worker(
         try:
             if settings.migrate_on_start:
                 await run_migrate(engine)
-            runner = Worker(create_sessionmaker(engine, write=True), settings.learning)
+            runner = Worker(
+                create_sessionmaker(engine, write=True),
+                settings.learning,
+                read_sessions=create_sessionmaker(engine),
+            )
             if once:
                 return await runner.drain()
             task = asyncio.create_task(runner.run())

@@ -58,7 +58,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             await auth.startup()
             write_lock = asyncio.Lock() if settings.is_sqlite else None
             worker = (
-                Worker(write_sessions, settings.learning, lock=write_lock)
+                Worker(
+                    write_sessions,
+                    settings.learning,
+                    lock=write_lock,
+                    read_sessions=read_sessions,
+                )
                 if settings.learning.worker
                 else None
             )

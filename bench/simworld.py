@@ -85,6 +85,7 @@ class Attempt:
     steps: list[Step]
     outcome: Literal["success", "failure"]
     progress: float
+    followed_skill: bool = False  # the agent followed recalled steps (did not explore)
 
 
 def in_workflow_order(actions: list[str]) -> list[str]:
@@ -247,10 +248,19 @@ class RandomAgent:
 class SkillAgent(RandomAgent):
     """Follows recalled skill steps, recovering failed steps it knows a recovery for."""
 
-    def __init__(self, world: World, seed: int, *, explore: float = 0.1, noise: float = 0.1):
+    def __init__(
+        self,
+        world: World,
+        seed: int,
+        *,
+        explore: float = 0.1,
+        noise: float = 0.1,
+        skip: float = 0.05,
+    ):
         super().__init__(world, seed)
         self.explore = explore
         self.noise = noise
+        self.skip = skip  # agents sometimes leave a step out
 
     def attempt(
         self,
@@ -269,9 +279,16 @@ class SkillAgent(RandomAgent):
         for i, action in enumerate(skill_steps):
             if i and extras and self.rng.random() < self.noise:
                 trial.step(self.rng.choice(extras))
-            if trial.step(action) == "error" and action in known:
-                trial.step(known[action])
-        return trial.finish()
+            if self.rng.random() < self.skip:
+                continue
+            if trial.step(action) == "error":
+                # Try the known recovery; without one, something else (it may work).
+                fix = known.get(action) or (self.rng.choice(extras) if extras else None)
+                if fix is not None:
+                    trial.step(fix)
+        attempt = trial.finish()
+        attempt.followed_skill = True
+        return attempt
 
 
 def chance_rate(world: World, task_type_name: str, trials: int = 2000, seed: int = 0) -> float:

@@ -64,8 +64,12 @@ class Learning(BaseModel):
     lease_s: float = Field(default=60.0, gt=0)
     min_support: int = Field(default=5, ge=1)
     min_baseline: int = Field(default=5, ge=1)
-    skill_min_lcb: float = Field(default=0.5, ge=0, le=1)
-    activate_lcb: float = Field(default=0.6, ge=0, le=1)
+    # A procedure becomes a skill when the lower bound of its success rate reaches
+    # skill_min_lcb and beats the task type's base rate (following it does better than
+    # acting without it); the skill is handed out (active) from activate_lcb on.
+    skill_min_support: int = Field(default=10, ge=1)
+    skill_min_lcb: float = Field(default=0.2, ge=0, le=1)
+    activate_lcb: float = Field(default=0.2, ge=0, le=1)
     step_share: float = Field(default=0.8, gt=0, le=1)
     window: int = Field(default=300, ge=10)
     retire_after_uses: int = Field(default=10, ge=1)

@@ -19,6 +19,7 @@ from typing import Any
 from app.learning.mining import wilson_lcb, wilson_ucb
 
 MAX_EVIDENCE = 20
+NEEDED_RATIO = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +30,7 @@ class EpisodeView:
     success: bool
     reward: float
     context: tuple[str, ...] = ()
+    skills: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,21 +104,69 @@ def recoveries_of(steps: Sequence[str], wins: Sequence[EpisodeView]) -> dict[str
     return out
 
 
+def _needed(action: str, unguided: Sequence[EpisodeView], *, min_support: int) -> bool:
+    """Whether episodes that followed no skill succeed clearly less often without the
+    action (at most NEEDED_RATIO of the rate with it); True when too few lack it to tell."""
+    without = [e for e in unguided if action not in e.actions]
+    with_it = [e for e in unguided if action in e.actions]
+    if len(without) < min_support or not with_it:
+        return True
+    rate_without = sum(e.success for e in without) / len(without)
+    rate_with = sum(e.success for e in with_it) / len(with_it)
+    return rate_without <= NEEDED_RATIO * rate_with
+
+
 def derive(
-    window: Sequence[EpisodeView], *, min_support: int, step_share: float
+    window: Sequence[EpisodeView],
+    *,
+    min_support: int,
+    step_share: float,
+    fixes: Mapping[str, str] | None = None,
 ) -> Procedure | None:
-    """The procedure the window's successful episodes share, measured on the window."""
+    """The procedure the window's successful episodes share, measured on the window.
+
+    A step is an action present in at least `step_share` of the successes that is also
+    needed: among episodes whose agent followed no skill (so did not act on a skill's
+    say-so), those without it succeed at most half as often as those with it. An action
+    present by chance, or one that only helps now and then, does not make the procedure.
+    An action known to recover a chosen step's failures (`fixes`: failed action -> the
+    action that recovered it) is that step's `on_error`, not a step of its own.
+    """
     wins = [e for e in window if e.success]
     if len(wins) < min_support:
         return None
     present: Counter[str] = Counter()
     for e in wins:
         present.update(set(e.actions))
-    chosen = {a for a, n in present.items() if n >= step_share * len(wins)}
+    unguided = [e for e in window if not e.skills]
+    chosen = {
+        a
+        for a, n in present.items()
+        if n >= step_share * len(wins) and _needed(a, unguided, min_support=min_support)
+    }
+    known = {a: fix for a, fix in (fixes or {}).items() if a in chosen and fix != a}
+    chosen -= set(known.values())
     if not chosen:
         return None
     steps = _order(chosen, wins)
-    return measure(steps, window, on_error=recoveries_of(steps, wins))
+    on_error = {**recoveries_of(steps, wins), **{a: f for a, f in known.items() if a in chosen}}
+    return measure(steps, window, on_error=on_error)
+
+
+def unneeded(
+    steps: Sequence[str], followers: Sequence[EpisodeView], *, min_support: int, margin: float = 0.1
+) -> list[tuple[str, Procedure]]:
+    """Steps that episodes following the skill left out and still succeeded about as often
+    (at least `min_support` of them): what a similar successful episode did not need."""
+    full = measure(steps, followers)
+    found = []
+    for step in steps:
+        rest = [s for s in steps if s != step]
+        without = measure(rest, [e for e in followers if step not in e.actions])
+        if rest and without.support >= min_support:
+            if without.success_rate >= full.success_rate - margin:
+                found.append((step, without))
+    return found
 
 
 def jaccard(a: Sequence[str], b: Sequence[str]) -> float:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import Table, and_, func, insert, or_, select, tuple_, update
+from sqlalchemy import ColumnElement, Table, and_, func, insert, or_, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Job
@@ -45,6 +45,13 @@ def job_row(
     }
 
 
+def _due(now: datetime) -> ColumnElement[bool]:
+    return or_(
+        and_(Job.status.in_(WAITING), Job.run_after <= now),
+        and_(Job.status == "running", Job.locked_until < now),
+    )
+
+
 class JobRepository:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
@@ -63,12 +70,14 @@ class JobRepository:
         )
         return (await self.session.scalars(query.limit(1))).first()
 
+    async def any_due(self, *, now: datetime) -> bool:
+        """Whether claim() would find something (a read, without taking the write lock)."""
+        query = select(Job.id).where(_due(now)).limit(1)
+        return (await self.session.scalars(query)).first() is not None
+
     async def claim(self, *, now: datetime, lease_s: float, limit: int) -> list[Job]:
         """Take up to `limit` due jobs (and running ones whose lease has passed)."""
-        due = or_(
-            and_(Job.status.in_(WAITING), Job.run_after <= now),
-            and_(Job.status == "running", Job.locked_until < now),
-        )
+        due = _due(now)
         query = select(Job.namespace, Job.id).where(due).order_by(Job.run_after).limit(limit)
         if self.session.get_bind().dialect.name == "postgresql":
             query = query.with_for_update(skip_locked=True)

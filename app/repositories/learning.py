@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Row, Table, insert, select, tuple_
+from sqlalchemy import Row, Table, bindparam, insert, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Episode, EpisodeLearning, Pattern, Reward, Skill, SkillEvent
@@ -114,6 +114,44 @@ class LearningRepository:
         rows.reverse()
         return rows
 
+    async def recent_sizes(self, namespace: str, task_type: str | None, *, limit: int) -> list[Any]:
+        """Steps and durations of a task type's latest completed episodes (the baseline)."""
+        stmt = (
+            select(
+                Episode.step_count, Episode.total_latency_ms, Episode.started_at, Episode.ended_at
+            )
+            .where(
+                Episode.namespace == namespace,
+                Episode.status == "completed",
+                Episode.task_type.is_(None)
+                if task_type is None
+                else Episode.task_type == task_type,
+            )
+            .order_by(Episode.created_at.desc(), Episode.id.desc())
+            .limit(limit)
+        )
+        return list((await self.session.execute(stmt)).all())
+
+    async def shortest_success(
+        self, namespace: str, task_type: str | None, *, among: int
+    ) -> list[dict[str, Any]] | None:
+        """The steps of the shortest of the latest `among` successful episodes of a type."""
+        stmt = (
+            select(Episode.step_count, Episode.id, Episode.steps)
+            .where(
+                Episode.namespace == namespace,
+                Episode.outcome == "success",
+                Episode.task_type.is_(None)
+                if task_type is None
+                else Episode.task_type == task_type,
+            )
+            .order_by(Episode.created_at.desc(), Episode.id.desc())
+            .limit(among)
+        )
+        rows = (await self.session.execute(stmt)).all()
+        best = min(rows, key=lambda r: (r.step_count, r.id), default=None)
+        return None if best is None else list(best.steps)
+
     async def reward_scalars(
         self, namespace: str, episode_ids: Sequence[str]
     ) -> dict[str, list[Reward]]:
@@ -160,6 +198,37 @@ class LearningRepository:
             )
             found.update({p.id: p for p in await self.session.scalars(stmt)})
         return found
+
+    async def pattern_counters(
+        self, namespace: str, ids: Sequence[str]
+    ) -> dict[str, dict[str, Any]]:
+        """Patterns as plain dicts, to be changed and written back with update_pattern_counters."""
+        found: dict[str, dict[str, Any]] = {}
+        for start in range(0, len(ids), CHUNK):
+            stmt = select(PATTERNS).where(
+                PATTERNS.c.namespace == namespace,
+                PATTERNS.c.id.in_(list(ids[start : start + CHUNK])),
+            )
+            found.update({r.id: dict(r._mapping) for r in await self.session.execute(stmt)})
+        return found
+
+    async def update_pattern_counters(self, rows: Sequence[dict[str, Any]]) -> None:
+        if not rows:
+            return
+        columns = (
+            *("support", "successes", "reward_sum", "reward_count", "success_rate"),
+            *("mean_reward", "lcb", "evidence", "updated_at"),
+        )
+        stmt = (
+            update(PATTERNS)
+            .where(PATTERNS.c.namespace == bindparam("b_ns"), PATTERNS.c.id == bindparam("b_id"))
+            .values({c: bindparam(f"b_{c}") for c in columns})
+        )
+        params = [
+            {"b_ns": r["namespace"], "b_id": r["id"], **{f"b_{c}": r[c] for c in columns}}
+            for r in rows
+        ]
+        await self.session.execute(stmt, params)
 
     async def insert_patterns(self, rows: Sequence[dict[str, Any]]) -> None:
         if rows:

@@ -77,9 +77,7 @@ async def score_episodes(
             continue
         task_type = episode.task_type or ""
         if task_type not in baselines:
-            rows = await repo.window(
-                namespace, episode.task_type, since=None, limit=settings.window
-            )
+            rows = await repo.recent_sizes(namespace, episode.task_type, limit=settings.window)
             baselines[task_type] = baseline_of(rows)
         scalar, components = episode_reward(
             facts_of(episode),

@@ -5,6 +5,7 @@ Runs in the job's session; never commits."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,6 +22,7 @@ from app.learning.skills import (
     jaccard,
     measure,
     retire_reason,
+    unneeded,
 )
 from app.models import Pattern, Skill
 from app.repositories.learning import LearningRepository
@@ -29,6 +31,11 @@ from app.services.ids import uuid7
 from app.services.memories import token_estimate
 
 REFINE_MARGIN = 0.05
+RECOVERY_SUPPORT = 2
+
+
+def known_recoveries(skill: Skill) -> dict[str, str]:
+    return {s["action"]: s["on_error"] for s in skill.steps if s.get("on_error")}
 
 
 def skill_steps(procedure: Procedure) -> list[dict[str, Any]]:
@@ -62,6 +69,7 @@ class EvolutionService:
         self.memories = MemoryRepository(session)
         self.changes: list[dict[str, Any]] = []
         self._events: list[dict[str, Any]] = []
+        self._base_rate = 0.0
 
     async def evolve(self, namespace: str, task_types: list[str]) -> list[dict[str, Any]]:
         """One evolution pass over these task types; returns the changes made."""
@@ -93,6 +101,7 @@ class EvolutionService:
                     success=success,
                     reward=reward,
                     context=tuple(context),
+                    skills=tuple(row.skills_applied),
                 )
             )
         return views
@@ -113,23 +122,52 @@ class EvolutionService:
             self._measure(skill, measure(actions(skill), window), now)
             if skill.status == "candidate" and self._activatable(skill):
                 await self._activate(skill, now)
-        proc = derive(window, min_support=s.min_support, step_share=s.step_share)
-        if proc is not None and proc.support >= s.min_support and proc.lcb >= s.skill_min_lcb:
+            await self._prune(skill, window, now)
+        self._base_rate = sum(e.success for e in window) / len(window) if window else 0.0
+        proc = derive(
+            window,
+            min_support=s.skill_min_support,
+            step_share=s.step_share,
+            fixes=await self._fixes(namespace, task_type),
+        )
+        if proc is not None and proc.support >= s.skill_min_support and self._beats_base(proc):
             generic = [k for k in live if not k.trigger.get("context")]
             similar = max(generic, key=lambda k: jaccard(actions(k), proc.steps), default=None)
             if similar is not None and jaccard(actions(similar), proc.steps) >= s.merge_similarity:
-                if skill_steps(proc) != similar.steps and proc.lcb > similar.lcb + REFINE_MARGIN:
-                    await self._refine(similar, proc, now)
+                merged = {**known_recoveries(similar), **proc.on_error}
+                if tuple(actions(similar)) != proc.steps:
+                    if proc.lcb > similar.lcb + REFINE_MARGIN:
+                        await self._refine(similar, proc, now, why="steps")
+                elif known_recoveries(similar) != merged:
+                    await self._refine(
+                        similar, replace(proc, on_error=merged), now, why="recoveries"
+                    )
             elif not generic:
                 live.append(await self._create(namespace, task_type, proc, now))
         await self._merge(live, now)
         await self._specialise(namespace, task_type, live, window, now)
         await self._compose(namespace, task_type, live, now)
 
+    def _beats_base(self, proc: Procedure) -> bool:
+        return proc.lcb >= self.settings.skill_min_lcb and proc.lcb > self._base_rate
+
     def _activatable(self, skill: Skill) -> bool:
         return (
-            skill.support >= self.settings.min_support and skill.lcb >= self.settings.activate_lcb
+            skill.support >= self.settings.min_support
+            and skill.lcb >= self.settings.activate_lcb
+            and skill.lcb > self._base_rate
         )
+
+    async def _fixes(self, namespace: str, task_type: str) -> dict[str, str]:
+        """For each failing action, what recovered it: the mined recovery pattern seen most
+        often in successful episodes (at least RECOVERY_SUPPORT of them)."""
+        best: dict[str, Pattern] = {}
+        for p in await self.repo.patterns_of(namespace, task_type, ["recovery"]):
+            failed = p.items[0]
+            if p.successes >= RECOVERY_SUPPORT:
+                if failed not in best or p.successes > best[failed].successes:
+                    best[failed] = p
+        return {failed: p.items[1] for failed, p in best.items()}
 
     def _measure(self, skill: Skill, proc: Procedure, now: datetime) -> None:
         skill.support = proc.support
@@ -289,19 +327,48 @@ class EvolutionService:
         )
         skill.memory_id = memory_id
 
-    async def _refine(self, skill: Skill, proc: Procedure, now: datetime) -> None:
+    async def _refine(self, skill: Skill, proc: Procedure, now: datetime, *, why: str) -> None:
         before = skill.steps
         skill.steps = skill_steps(proc)
         skill.version += 1
         self._measure(skill, proc, now)
         if skill.status == "active":
             await self._publish(skill, now)
+        reason = (
+            "the steps recent successful episodes share changed"
+            if why == "steps"
+            else "learned how to recover failed steps"
+        )
         self._event(
             skill,
             "refined",
-            f"the steps recent successful episodes share changed; they succeeded in "
+            f"{reason}; episodes that performed them succeeded in "
             f"{proc.successes} of {proc.support} (lower bound {proc.lcb:.2f})",
             list(proc.evidence),
+            now,
+            before=before,
+            after=skill.steps,
+        )
+
+    async def _prune(self, skill: Skill, window: list[EpisodeView], now: datetime) -> None:
+        """Drop a step the skill's followers succeeded without."""
+        followers = [e for e in window if skill.id in e.skills or skill.name in e.skills]
+        found = unneeded(actions(skill), followers, min_support=self.settings.min_support)
+        if not found or len(skill.steps) < 2:
+            return
+        step, without = found[0]
+        before = skill.steps
+        skill.steps = [s for s in skill.steps if s["action"] != step]
+        skill.version += 1
+        self._measure(skill, measure(actions(skill), window), now)
+        if skill.status == "active":
+            await self._publish(skill, now)
+        self._event(
+            skill,
+            "refined",
+            f"step {step} was not needed: {without.successes} of {without.support} episodes "
+            "that followed the skill without it succeeded",
+            list(without.evidence),
             now,
             before=before,
             after=skill.steps,

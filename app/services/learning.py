@@ -21,7 +21,7 @@ from app.learning.episode_reward import (
 )
 from app.learning.mining import context_features, episode_patterns, pattern_id, wilson_lcb
 from app.learning.reflection import action_key, reflect
-from app.models import EpisodeLearning, Pattern, Reward, Skill
+from app.models import EpisodeLearning, Reward, Skill
 from app.repositories.learning import LearningRepository
 from app.repositories.memories import MemoryRepository
 from app.services.ids import uuid7
@@ -63,12 +63,12 @@ def judged(row: Any, rewards: Sequence[Reward], implicit: float) -> tuple[bool, 
     return success, implicit if mean is None else mean
 
 
-def refresh(pattern: Pattern) -> None:
-    pattern.success_rate = pattern.successes / pattern.support if pattern.support else 0.0
-    pattern.mean_reward = (
-        pattern.reward_sum / pattern.reward_count if pattern.reward_count else None
-    )
-    pattern.lcb = wilson_lcb(pattern.successes, pattern.support)
+def refresh(row: dict[str, Any]) -> None:
+    """Recompute a pattern's rates from its counters."""
+    support, successes = row["support"], row["successes"]
+    row["success_rate"] = successes / support if support else 0.0
+    row["mean_reward"] = row["reward_sum"] / row["reward_count"] if row["reward_count"] else None
+    row["lcb"] = wilson_lcb(successes, support)
 
 
 @dataclass
@@ -95,15 +95,14 @@ class LearningService:
     ) -> tuple[Baseline, list[str] | None]:
         """The task type's baseline and what a successful run of it looks like (its active
         skill's steps, else the shortest recent successful episode)."""
-        rows = await self.repo.window(
-            namespace, task_type or None, since=None, limit=self.settings.window
+        rows = await self.repo.recent_sizes(
+            namespace, task_type or None, limit=self.settings.window
         )
         for skill in await self.repo.skills_of_type(namespace, task_type):
             if skill.status == "active" and not skill.trigger.get("context"):
                 return baseline_of(rows), [s["action"] for s in skill.steps]
-        wins = [r for r in rows if r.outcome == "success"]
-        best = min(wins, key=lambda r: (r.step_count, r.id), default=None)
-        reference = [action_key(s) for s in best.steps] if best is not None else None
+        best = await self.repo.shortest_success(namespace, task_type or None, among=50)
+        reference = [action_key(s) for s in best] if best is not None else None
         return baseline_of(rows), reference
 
     async def learn(self, namespace: str, episode_ids: Sequence[str]) -> dict[str, Any]:
@@ -228,38 +227,39 @@ class LearningService:
         }
 
     async def _count(self, namespace: str, counts: dict[str, _Counts], now: datetime) -> None:
-        existing = await self.repo.patterns(namespace, list(counts))
-        new_rows = []
+        """Add this batch's counts to the patterns' counters: one read, one executemany
+        of updates and one of inserts, however many patterns the batch touched."""
+        existing = await self.repo.pattern_counters(namespace, list(counts))
+        new_rows, changed = [], []
         for pid, c in counts.items():
-            pattern = existing.get(pid)
-            if pattern is None:
-                pattern = Pattern(
-                    namespace=namespace,
-                    id=pid,
-                    kind=c.kind,
-                    task_type=c.task_type,
-                    signature=c.signature,
-                    items=c.items,
-                    support=0,
-                    successes=0,
-                    reward_sum=0.0,
-                    reward_count=0,
-                    evidence=[],
-                    created_at=now,
-                )
-            pattern.support += c.support
-            pattern.successes += c.successes
-            pattern.reward_sum += c.reward_sum
-            pattern.reward_count += c.support
-            pattern.evidence = [*pattern.evidence, *c.evidence][-MAX_EVIDENCE:]
-            pattern.updated_at = now
-            refresh(pattern)
-            if pid not in existing:
-                new_rows.append(
-                    {col.name: getattr(pattern, col.key) for col in Pattern.__mapper__.columns}
-                )
+            row = existing.get(pid)
+            if row is None:
+                row = {
+                    "namespace": namespace,
+                    "id": pid,
+                    "kind": c.kind,
+                    "task_type": c.task_type,
+                    "signature": c.signature,
+                    "items": c.items,
+                    "support": 0,
+                    "successes": 0,
+                    "reward_sum": 0.0,
+                    "reward_count": 0,
+                    "evidence": [],
+                    "created_at": now,
+                }
+                new_rows.append(row)
+            else:
+                changed.append(row)
+            row["support"] += c.support
+            row["successes"] += c.successes
+            row["reward_sum"] += c.reward_sum
+            row["reward_count"] += c.support
+            row["evidence"] = [*row["evidence"], *c.evidence][-MAX_EVIDENCE:]
+            row["updated_at"] = now
+            refresh(row)
         await self.repo.insert_patterns(new_rows)
-        await self.session.flush()
+        await self.repo.update_pattern_counters(changed)
 
     async def credit(self, namespace: str, episode_ids: Sequence[str]) -> dict[str, Any]:
         """Bring learned episodes in line with their rewards: only the difference between
@@ -287,13 +287,15 @@ class LearningService:
                     recredit_skill(skills[sid], eid, d_success=d_success, d_reward=d_reward)
             record.success, record.reward = success, reward
             changed.append(record)
-        patterns = await self.repo.patterns(namespace, list(deltas))
+        patterns = await self.repo.pattern_counters(namespace, list(deltas))
         for pid, (d_success, d_reward) in deltas.items():
-            pattern = patterns.get(pid)
-            if pattern is not None:
-                pattern.successes += d_success
-                pattern.reward_sum += d_reward
-                refresh(pattern)
+            counters = patterns.get(pid)
+            if counters is not None:
+                counters["successes"] += d_success
+                counters["reward_sum"] += d_reward
+                counters["updated_at"] = datetime.now(UTC)
+                refresh(counters)
+        await self.repo.update_pattern_counters(list(patterns.values()))
         await self.session.flush()
         return {
             "credited": len(changed),

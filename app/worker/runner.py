@@ -35,8 +35,10 @@ class Worker:
         settings: Learning,
         *,
         lock: asyncio.Lock | None = None,
+        read_sessions: async_sessionmaker[AsyncSession] | None = None,
     ) -> None:
         self.sessions = sessions
+        self.read_sessions = read_sessions or sessions
         self.settings = settings
         self.lock = lock
         self.busy_s = 0.0  # time spent running jobs (what the speed targets count)
@@ -60,6 +62,12 @@ class Worker:
                 await session.rollback()
                 raise
 
+    @contextlib.asynccontextmanager
+    async def reader(self) -> AsyncIterator[AsyncSession]:
+        async with self.read_sessions() as session:
+            yield session
+            await session.rollback()
+
     async def recover(self) -> int:
         """At start of the API's own worker: jobs left running were this data directory's
         previous process (only one process serves a data directory), so resume them now
@@ -70,6 +78,9 @@ class Worker:
     async def run_once(self) -> int:
         """Claim one batch of due jobs and run it; the number of jobs handled."""
         started = time.perf_counter()
+        async with self.reader() as session:
+            if not await JobRepository(session).any_due(now=datetime.now(UTC)):
+                return 0
         async with self.session() as session:
             jobs = await JobRepository(session).claim(
                 now=datetime.now(UTC), lease_s=self.settings.lease_s, limit=self.settings.batch_size

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-
 revision: str = "c7f3e3b5d052"
 down_revision: str | None = "7c2d94a1e0b6"
 branch_labels: str | Sequence[str] | None = None
