@@ -255,7 +255,7 @@ class SkillAgent(RandomAgent):
         *,
         explore: float = 0.1,
         noise: float = 0.1,
-        skip: float = 0.05,
+        skip: float = 0.0,
     ):
         super().__init__(world, seed)
         self.explore = explore
