@@ -39,7 +39,7 @@ def pattern_id(kind: str, task_type: str, signature: str) -> str:
 
 def wilson_lcb(successes: float, n: float, *, z: float = Z95) -> float:
     """Lower bound of the Wilson score interval of a success rate (0 when n is 0)."""
-    if n <= 0:
+    if n <= 0 or successes <= 0:
         return 0.0
     p = successes / n
     centre = p + z * z / (2 * n)
