@@ -13,7 +13,7 @@ from fastapi import FastAPI
 
 from app.api.deps import AppState
 from app.api.errors import install_error_handlers
-from app.api.middleware import EngramMiddleware
+from app.api.middleware import EngramMiddleware, Load
 from app.api.openapi import install_openapi
 from app.api.routes import episodes, health, learning, memories, recall, rl
 from app.core.config import Settings, get_settings
@@ -43,6 +43,7 @@ async def _sweep_loop(writer: EpisodeWriter, interval_s: float) -> None:
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
+    load = Load()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -63,6 +64,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     settings.learning,
                     lock=write_lock,
                     read_sessions=read_sessions,
+                    pressure=load.busy,
                 )
                 if settings.learning.worker
                 else None
@@ -134,6 +136,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         EngramMiddleware,
         max_body_bytes=settings.limits.max_body_bytes,
         log_requests=settings.log_requests,
+        load=load,
     )
     app.include_router(health.router)
     app.include_router(episodes.router)

@@ -44,11 +44,24 @@ def _error(status: int, error: str, detail: str, **extra: Any) -> tuple[dict[str
     return start, body
 
 
+class Load:
+    """Writes being served right now: the in-process worker yields to them."""
+
+    def __init__(self) -> None:
+        self.writes_in_flight = 0
+
+    def busy(self) -> bool:
+        return self.writes_in_flight > 0
+
+
 class EngramMiddleware:
-    def __init__(self, app: ASGIApp, *, max_body_bytes: int, log_requests: bool) -> None:
+    def __init__(
+        self, app: ASGIApp, *, max_body_bytes: int, log_requests: bool, load: Load | None = None
+    ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.log_requests = log_requests
+        self.load = load or Load()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -88,6 +101,9 @@ class EngramMiddleware:
                     raise BodyTooLarge(limit)
             return message
 
+        write = scope["method"] not in ("GET", "HEAD")
+        if write:
+            self.load.writes_in_flight += 1
         try:
             if length is not None and length.isdigit() and int(length) > limit:
                 await self._too_large(send_wrapper, limit)
@@ -98,6 +114,8 @@ class EngramMiddleware:
                     if status == 0:
                         await self._too_large(send_wrapper, limit)
         finally:
+            if write:
+                self.load.writes_in_flight -= 1
             if self.log_requests:
                 log.info(
                     "request",

@@ -58,7 +58,11 @@ class Learning(BaseModel):
     worker: bool = Field(default=True, description="Run the worker inside the API process")
     poll_interval_s: float = Field(default=0.5, gt=0)
     pass_interval_s: float = Field(default=300.0, ge=0)
-    batch_size: int = Field(default=256, ge=1)
+    batch_size: int = Field(default=512, ge=1)
+    # While the API serves writes, the in-process worker takes at most this share of the
+    # time (it pauses between smaller batches), so that ingest never waits for learning.
+    busy_share: float = Field(default=0.15, gt=0, le=1)
+    busy_batch_size: int = Field(default=64, ge=1)
     max_attempts: int = Field(default=5, ge=1)
     retry_base_s: float = Field(default=2.0, gt=0)
     lease_s: float = Field(default=60.0, gt=0)

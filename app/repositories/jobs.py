@@ -75,15 +75,23 @@ class JobRepository:
         query = select(Job.id).where(_due(now)).limit(1)
         return (await self.session.scalars(query)).first() is not None
 
-    async def claim(self, *, now: datetime, lease_s: float, limit: int) -> list[Job]:
-        """Take up to `limit` due jobs (and running ones whose lease has passed)."""
-        due = _due(now)
-        query = select(Job.namespace, Job.id).where(due).order_by(Job.run_after).limit(limit)
+    async def claim(
+        self, *, now: datetime, lease_s: float, limit: int
+    ) -> list[tuple[str, str, str]]:
+        """Take up to `limit` due jobs (and running ones whose lease has passed):
+        their (namespace, id, kind)."""
+        query = (
+            select(Job.namespace, Job.id, Job.kind)
+            .where(_due(now))
+            .order_by(Job.run_after)
+            .limit(limit)
+        )
         if self.session.get_bind().dialect.name == "postgresql":
             query = query.with_for_update(skip_locked=True)
-        keys = [tuple(r) for r in (await self.session.execute(query)).all()]
-        if not keys:
+        claimed = [(ns, jid, kind) for ns, jid, kind in await self.session.execute(query)]
+        if not claimed:
             return []
+        keys = [(ns, jid) for ns, jid, _ in claimed]
         await self.session.execute(
             update(JOBS)
             .where(tuple_(JOBS.c.namespace, JOBS.c.id).in_(keys))
@@ -94,13 +102,7 @@ class JobRepository:
                 updated_at=now,
             )
         )
-        jobs = await self.session.scalars(
-            select(Job)
-            .where(tuple_(Job.namespace, Job.id).in_(keys))
-            .order_by(Job.run_after, Job.id)
-            .execution_options(populate_existing=True)
-        )
-        return list(jobs)
+        return claimed
 
     async def release_running(self, *, now: datetime) -> int:
         """Put every running job back in the queue (their worker is known to be gone)."""
@@ -114,14 +116,31 @@ class JobRepository:
     async def finish(
         self, jobs: Sequence[Job], *, now: datetime, result: dict[str, Any] | None
     ) -> None:
-        for job in jobs:
-            job.status = "done"
-            job.finished_at = now
-            job.updated_at = now
-            job.locked_until = None
-            job.last_error = None
-            job.result = result
-        await self.session.flush()
+        """Mark jobs done (one statement for the whole group)."""
+        if not jobs:
+            return
+        namespace = jobs[0].namespace
+        await self.session.execute(
+            update(JOBS)
+            .where(JOBS.c.namespace == namespace, JOBS.c.id.in_([j.id for j in jobs]))
+            .values(
+                status="done",
+                finished_at=now,
+                updated_at=now,
+                locked_until=None,
+                last_error=None,
+                result=result,
+            )
+        )
+
+    async def get_many(self, namespace: str, ids: Sequence[str]) -> list[Job]:
+        found: list[Job] = []
+        for start in range(0, len(ids), 500):
+            query = select(Job).where(
+                Job.namespace == namespace, Job.id.in_(list(ids[start : start + 500]))
+            )
+            found.extend(await self.session.scalars(query))
+        return found
 
     async def fail(self, job: Job, *, error: str, now: datetime, retry_base_s: float) -> None:
         """Back off exponentially; dead-letter once the attempts are used up."""

@@ -4,6 +4,7 @@ Runs in the job's session; never commits."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -28,6 +29,8 @@ from app.services.ids import uuid7
 from app.services.memories import token_estimate
 
 MAX_EVIDENCE = 20
+REFERENCE_TTL_S = 10.0
+_REFERENCES: dict[tuple[str, str, str], tuple[float, tuple[Baseline, list[str] | None]]] = {}
 
 
 def duration_ms(row: Any) -> float | None:
@@ -94,7 +97,22 @@ class LearningService:
         self, namespace: str, task_type: str
     ) -> tuple[Baseline, list[str] | None]:
         """The task type's baseline and what a successful run of it looks like (its active
-        skill's steps, else the shortest recent successful episode)."""
+        skill's steps, else the shortest recent successful episode). Both move slowly, so
+        they are kept for REFERENCE_TTL_S instead of read for every batch."""
+        key = (str(self.session.get_bind().engine.url), namespace, task_type)
+        cached = _REFERENCES.get(key)
+        now = time.monotonic()
+        if cached is not None and now - cached[0] < REFERENCE_TTL_S:
+            return cached[1]
+        found = await self._read_references(namespace, task_type)
+        if len(_REFERENCES) > 10_000:
+            _REFERENCES.clear()
+        _REFERENCES[key] = (now, found)
+        return found
+
+    async def _read_references(
+        self, namespace: str, task_type: str
+    ) -> tuple[Baseline, list[str] | None]:
         rows = await self.repo.recent_sizes(
             namespace, task_type or None, limit=self.settings.window
         )
@@ -138,8 +156,8 @@ class LearningService:
             found = episode_patterns(
                 steps=row.steps, context=context, skills_applied=[s.id for s in applied]
             )
-            for f in found:
-                pid = pattern_id(f.kind, task_type, f.signature)
+            pids = [pattern_id(f.kind, task_type, f.signature) for f in found]
+            for f, pid in zip(found, pids, strict=True):
                 c = counts.get(pid)
                 if c is None:
                     c = counts[pid] = _Counts(f.kind, task_type, f.signature, list(f.items))
@@ -156,7 +174,7 @@ class LearningService:
                     "namespace": namespace,
                     "episode_id": row.id,
                     "task_type": task_type,
-                    "pattern_ids": [pattern_id(f.kind, task_type, f.signature) for f in found],
+                    "pattern_ids": pids,
                     "skill_ids": [s.id for s in applied],
                     "success": success,
                     "reward": reward,

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -36,8 +36,10 @@ class Worker:
         *,
         lock: asyncio.Lock | None = None,
         read_sessions: async_sessionmaker[AsyncSession] | None = None,
+        pressure: Callable[[], bool] | None = None,
     ) -> None:
         self.sessions = sessions
+        self.pressure = pressure or (lambda: False)
         self.read_sessions = read_sessions or sessions
         self.settings = settings
         self.lock = lock
@@ -75,17 +77,18 @@ class Worker:
         async with self.session() as session:
             return await JobRepository(session).release_running(now=datetime.now(UTC))
 
-    async def run_once(self) -> int:
+    async def run_once(self, *, limit: int | None = None) -> int:
         """Claim one batch of due jobs and run it; the number of jobs handled."""
         started = time.perf_counter()
         async with self.reader() as session:
             if not await JobRepository(session).any_due(now=datetime.now(UTC)):
                 return 0
         async with self.session() as session:
-            jobs = await JobRepository(session).claim(
-                now=datetime.now(UTC), lease_s=self.settings.lease_s, limit=self.settings.batch_size
+            claimed = await JobRepository(session).claim(
+                now=datetime.now(UTC),
+                lease_s=self.settings.lease_s,
+                limit=limit or self.settings.batch_size,
             )
-            claimed = [(j.namespace, j.id, j.kind) for j in jobs]
         groups: dict[tuple[str, str], list[str]] = {}
         for namespace, job_id, kind in claimed:
             groups.setdefault((namespace, kind), []).append(job_id)
@@ -114,8 +117,7 @@ class Worker:
     async def _run(self, namespace: str, kind: str, ids: list[str]) -> None:
         async with self.session() as session:
             repo = JobRepository(session)
-            jobs = [j for j in [await repo.get(namespace, i) for i in ids] if j is not None]
-            jobs = [j for j in jobs if j.status == "running"]
+            jobs = [j for j in await repo.get_many(namespace, ids) if j.status == "running"]
             if not jobs:
                 return
             handler = HANDLERS.get(kind)
@@ -172,8 +174,15 @@ class Worker:
                 if interval > 0 and time.monotonic() - self._last_pass >= interval:
                     self._last_pass = time.monotonic()
                     await self.periodic_pass()
-                if await self.run_once():
-                    await asyncio.sleep(0)  # let requests in between batches
+                busy = self.pressure()
+                started = time.perf_counter()
+                limit = self.settings.busy_batch_size if busy else None
+                if await self.run_once(limit=limit):
+                    # Under write load, pause so that learning takes at most busy_share
+                    # of the time; otherwise just let requests in between batches.
+                    took = time.perf_counter() - started
+                    share = self.settings.busy_share
+                    await asyncio.sleep(took * (1 - share) / share if busy else 0)
                     continue
             except asyncio.CancelledError:
                 raise

@@ -1,0 +1,252 @@
+"""Learning-loop benchmarks, each against the real server (uvicorn, SQLite + LevelDB).
+
+curve   the simulated agent with memory against the one without (bench/simworld.py),
+        success rate per block of episodes, printed and drawn to bench/out/learning.png
+scale   reflection, mining and skill evolution over 100,000 stored episodes: the time
+        `engram worker --once` takes to learn them all, and the cost of one new episode
+        with 1,000 and with 100,000 episodes of history (incremental: it should not grow)
+ingest  POST /v1/episodes with the API's worker running against the same server
+        without it (ENGRAM_LEARNING__WORKER=false), same load, same run
+
+    python -m bench.learning [curve|scale|ingest|all] [--episodes 100000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.ingest import line
+from bench.learnsim import learned_steps, simulate
+from bench.loadgen import build_request, run
+from bench.simworld import RandomAgent, World, chance_rate, precision_recall
+from tests.server import EngramServer
+
+OUT = Path(__file__).resolve().parent / "out"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def draw(curve: list[tuple[int, float, float]], path: Path, *, broken_at: int | None) -> None:
+    """The learning curve as a PNG (Pillow only)."""
+    from PIL import Image, ImageDraw
+
+    w, h, pad = 900, 480, 60
+    img = Image.new("RGB", (w, h), "white")
+    d = ImageDraw.Draw(img)
+    last = curve[-1][0]
+
+    def xy(n: float, rate: float) -> tuple[float, float]:
+        return pad + (w - 2 * pad) * n / last, h - pad - (h - 2 * pad) * rate
+
+    d.line([xy(0, 0), xy(last, 0)], fill="black")
+    d.line([xy(0, 0), xy(0, 1)], fill="black")
+    for tick in (0.25, 0.5, 0.75, 0.85, 1.0):
+        d.line([xy(0, tick), xy(last, tick)], fill=(225, 225, 225))
+        d.text((8, xy(0, tick)[1] - 6), f"{tick:.0%}", fill="black")
+    for n in range(0, last + 1, max(100, last // 8 // 100 * 100)):
+        d.text((xy(n, 0)[0] - 10, h - pad + 8), str(n), fill="black")
+    if broken_at is not None:
+        d.line([xy(broken_at, 0), xy(broken_at, 1)], fill=(200, 120, 0))
+        d.text((xy(broken_at, 1)[0] + 4, pad - 4), "procedure broken", fill=(200, 120, 0))
+    for idx, colour, label in ((1, (0, 90, 200), "with Engram"), (2, (200, 40, 40), "no memory")):
+        points = [
+            xy(n, row[idx]) for n, *_ in curve for row in [next(c for c in curve if c[0] == n)]
+        ]
+        d.line(points, fill=colour, width=3)
+        d.text((w - pad - 120, pad + 18 * idx), label, fill=colour)
+    d.text((pad, 16), "Success rate per block of episodes (simulated agents)", fill="black")
+    d.text((w // 2 - 30, h - 24), "episodes", fill="black")
+    img.save(path)
+
+
+async def curve(episodes: int, after_break: int, block: int) -> None:
+    world = World(7, task_types=3, procedure_length=3, vocabulary=9)
+    with tempfile.TemporaryDirectory(prefix="engram-bench-") as tmp:
+        server = EngramServer(Path(tmp), ENGRAM_LOG_REQUESTS="false").start()
+        try:
+            async with httpx.AsyncClient(base_url=server.url, timeout=60) as client:
+                started = time.perf_counter()
+                run_ = await simulate(client, world, episodes=episodes, seed=7)
+                learned = await learned_steps(client)
+                broken = world.task_types[0].name
+                world.break_procedure(broken)
+                await simulate(
+                    client, world, episodes=after_break, seed=8, run=run_, prefix="after"
+                )
+                took = time.perf_counter() - started
+                skills = (await client.get("/v1/skills", params={"limit": 200})).json()["items"]
+        finally:
+            server.stop()
+    chance = sum(chance_rate(world, t.name, trials=3000) for t in world.task_types) / 3
+    print(
+        "simulated world: 3 task types, 3-step hidden procedures, 9 actions each, 15% step failures"
+    )
+    print(
+        f"{episodes} episodes, then one procedure broken, {after_break} more ({took:.0f} s over HTTP)"
+    )
+    print(f"{'episodes':>8}  {'with Engram':>11}  {'no memory':>9}")
+    rows = run_.curve(block)
+    for n, with_memory, without in rows:
+        print(f"{n:>8}  {with_memory:>11.0%}  {without:>9.0%}")
+    print(f"chance (no memory, Monte Carlo): {chance:.1%}")
+    for task in world.task_types:
+        p, r = precision_recall(learned.get(task.name, []), task.procedure)
+        print(f"skill for {task.name}: {learned.get(task.name)}  precision {p:.2f} recall {r:.2f}")
+    for s in skills:
+        print(
+            f"  {s['name']:<18} {s['status']:<9} v{s['version']} uses {s['uses']:>4}  {[x['action'] for x in s['steps']]}"
+        )
+    OUT.mkdir(exist_ok=True)
+    draw(rows, OUT / "learning.png", broken_at=episodes)
+    print(f"curve drawn to {OUT / 'learning.png'}")
+
+
+def episode_bodies(n: int, seed: int) -> list[bytes]:
+    """Episodes of random agents in a larger simulated world (varied steps and outcomes)."""
+    world = World(seed, task_types=6, procedure_length=4, vocabulary=12)
+    agent = RandomAgent(world, seed)
+    rng = random.Random(seed)
+    names = [t.name for t in world.task_types]
+    out = []
+    for i in range(n):
+        task_type = rng.choice(names)
+        attempt = agent.attempt(task_type)
+        body = {
+            "task_id": f"s{seed}-{i}",
+            "task_type": task_type,
+            "context": {"domain": rng.choice(["web", "cli", "data"]), "tags": ["bench"]},
+            "steps": attempt.steps,
+            "outcome": attempt.outcome,
+            "progress": attempt.progress,
+        }
+        out.append(orjson.dumps(body))
+    return out
+
+
+def worker_once(server: EngramServer) -> tuple[float, float, int]:
+    """(wall s, CPU s, jobs) of `engram worker --once` run as its own process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "app.cli", "worker", "--once"],
+        env=server.env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, int(done.stdout.split()[0])
+
+
+async def ingest(server: EngramServer, bodies: list[bytes], connections: int = 32) -> float:
+    requests = [build_request("POST", "/v1/episodes", b) for b in bodies]
+    r = await run(server.port, lambda i: requests[i], connections=connections, total=len(requests))
+    assert r.ok == len(requests), r.statuses
+    return r.rate
+
+
+async def scale(total: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="engram-bench-") as tmp:
+        # The API only stores; `engram worker --once` does all the learning, timed.
+        server = EngramServer(
+            Path(tmp), ENGRAM_LOG_REQUESTS="false", ENGRAM_LEARNING__WORKER="false"
+        ).start()
+        try:
+            idle = worker_once(server)  # process start, imports, migrations: no jobs
+            first = episode_bodies(1000, 1)
+            await ingest(server, first)
+            small = worker_once(server)
+            bulk = episode_bodies(total - 1000, 2)
+            rate = await ingest(server, bulk)
+            big = worker_once(server)
+            last = episode_bodies(1000, 3)
+            await ingest(server, last)
+            late = worker_once(server)
+            async with httpx.AsyncClient(base_url=server.url, timeout=60) as client:
+                patterns = (await client.get("/v1/patterns", params={"limit": 1})).json()
+                reflections = (await client.get("/v1/reflections", params={"limit": 1})).json()
+                skills = (await client.get("/v1/skills", params={"limit": 200})).json()["items"]
+                jobs = (await client.get("/v1/jobs", params={"limit": 1})).json()["counts"]
+        finally:
+            server.stop()
+    print(f"episodes stored over HTTP at {rate:.0f}/s with the worker off")
+    print(f"worker process with nothing to do (start, imports, migrations): {idle[0]:.1f} s")
+    print(
+        f"learn the first 1,000 episodes: {small[0] - idle[0]:.2f} s wall, {small[1]:.2f} s CPU, {small[2]} jobs"
+    )
+    print(
+        f"learn {total - 1000:,} more episodes: {big[0] - idle[0]:.1f} s wall, {big[1]:.1f} s CPU, {big[2]} jobs "
+        f"(target: {total:,} episodes in <= 60 s)"
+    )
+    per_small = (small[0] - idle[0]) / 1000 * 1000
+    per_late = (late[0] - idle[0]) / 1000 * 1000
+    print(
+        f"one new episode: {per_small:.2f} ms with 1,000 episodes of history, {per_late:.2f} ms with {total:,} "
+        f"(ratio {per_late / per_small:.2f})"
+    )
+    print(
+        f"jobs by status: {jobs}; skills: {len(skills)} ({sum(s['status'] == 'active' for s in skills)} active)"
+    )
+    print(
+        f"patterns listed first: {patterns['items'][0]['signature'] if patterns['items'] else None}; reflections: {bool(reflections['items'])}"
+    )
+
+
+async def ingest_with_worker(seconds: float) -> None:
+    bodies = episode_bodies(60_000, 5)
+    requests = [build_request("POST", "/v1/episodes", b) for b in bodies]
+    rates = {}
+    for label, env in (("worker off", {"ENGRAM_LEARNING__WORKER": "false"}), ("worker on", {})):
+        with tempfile.TemporaryDirectory(prefix="engram-bench-") as tmp:
+            server = EngramServer(Path(tmp), ENGRAM_LOG_REQUESTS="false", **env).start()
+            try:
+                await run(server.port, lambda i: requests[-1 - i], connections=32, total=1000)
+                r = await run(server.port, lambda i: requests[i], connections=32, seconds=seconds)
+                async with httpx.AsyncClient(base_url=server.url, timeout=60) as client:
+                    counts = (await client.get("/v1/jobs", params={"limit": 1})).json()["counts"]
+            finally:
+                server.stop()
+        rates[label] = r.rate
+        print(line(f"POST /v1/episodes, {label}", r) + f"   jobs {counts}")
+    print(
+        f"ingest with the worker / without: {rates['worker on'] / rates['worker off']:.2f}  (target >= 0.8)"
+    )
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument(
+        "what", nargs="?", default="all", choices=["curve", "scale", "ingest", "all"]
+    )
+    parser.add_argument("--episodes", type=int, default=100_000)
+    parser.add_argument("--curve-episodes", type=int, default=600)
+    parser.add_argument("--after-break", type=int, default=150)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    args = parser.parse_args()
+    if args.what in ("curve", "all"):
+        await curve(args.curve_episodes, args.after_break, block=50)
+    if args.what in ("ingest", "all"):
+        await ingest_with_worker(args.seconds)
+    if args.what in ("scale", "all"):
+        await scale(args.episodes)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+    asyncio.run(main())
