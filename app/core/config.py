@@ -61,8 +61,8 @@ class Learning(BaseModel):
     batch_size: int = Field(default=512, ge=1)
     # While the API serves writes, the in-process worker takes at most this share of the
     # time (it pauses between smaller batches), so that ingest never waits for learning.
-    busy_share: float = Field(default=0.15, gt=0, le=1)
-    busy_batch_size: int = Field(default=64, ge=1)
+    busy_share: float = Field(default=0.1, gt=0, le=1)
+    busy_batch_size: int = Field(default=16, ge=1)
     max_attempts: int = Field(default=5, ge=1)
     retry_base_s: float = Field(default=2.0, gt=0)
     lease_s: float = Field(default=60.0, gt=0)
