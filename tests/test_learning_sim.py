@@ -61,6 +61,13 @@ async def test_agent_with_memory_learns_the_procedures_and_a_broken_skill_retire
     assert history[0]["kind"] == "created"
     assert history[-1]["kind"] == "retired"
     assert len(history[-1]["evidence"]) >= 10
+    # It is not brought back by the evidence that made it: what replaces it (if anything
+    # yet) was learned from episodes after the break.
+    skills = (await client.get("/v1/skills", params={"task_type": broken})).json()["items"]
+    live = [s for s in skills if s["status"] != "retired"]
+    assert all(
+        [x["action"] for x in s["steps"]] != [x["action"] for x in old["steps"]] for s in live
+    )
     memory = (await client.get(f"/v1/memories/{retired['memory_id']}")).json()
     assert memory["status"] == "contradicted"
     skill_memories = await client.post(

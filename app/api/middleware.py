@@ -51,7 +51,8 @@ class Load:
         self.writes_in_flight = 0
 
     def busy(self) -> bool:
-        return self.writes_in_flight > 0
+        # Concurrent writes: one client waiting on its own requests is no load to yield to.
+        return self.writes_in_flight >= 2
 
 
 class EngramMiddleware:

@@ -70,6 +70,7 @@ class EvolutionService:
         self.changes: list[dict[str, Any]] = []
         self._events: list[dict[str, Any]] = []
         self._base_rate = 0.0
+        self._retired: list[Skill] = []
 
     async def evolve(self, namespace: str, task_types: list[str]) -> list[dict[str, Any]]:
         """One evolution pass over these task types; returns the changes made."""
@@ -83,6 +84,10 @@ class EvolutionService:
 
     async def _window(self, namespace: str, task_type: str) -> list[EpisodeView]:
         since = await self.repo.last_retirement(namespace, task_type)
+        retired_now = [k.retired_at for k in self._retired if k.task_type == task_type]
+        if retired_now and retired_now[-1] is not None:
+            # What this pass just retired is not in the database yet.
+            since = max(since or retired_now[-1], retired_now[-1])
         rows = await self.repo.window(
             namespace, task_type or None, since=since, limit=self.settings.window
         )
@@ -377,6 +382,7 @@ class EvolutionService:
     async def _retire(self, skill: Skill, reason: str, evidence: list[str], now: datetime) -> None:
         skill.status = "retired"
         skill.retired_at = now
+        self._retired.append(skill)
         skill.updated_at = now
         if skill.memory_id is not None:
             await self.memories.transition(
