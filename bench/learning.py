@@ -81,6 +81,11 @@ async def curve(episodes: int, after_break: int, block: int) -> None:
                 started = time.perf_counter()
                 run_ = await simulate(client, world, episodes=episodes, seed=7)
                 learned = await learned_steps(client)
+                quality = {
+                    t.name: precision_recall(learned.get(t.name, []), t.procedure)
+                    for t in world.task_types
+                }
+                procedures = {t.name: list(t.procedure) for t in world.task_types}
                 broken = world.task_types[0].name
                 world.break_procedure(broken)
                 await simulate(
@@ -102,9 +107,12 @@ async def curve(episodes: int, after_break: int, block: int) -> None:
     for n, with_memory, without in rows:
         print(f"{n:>8}  {with_memory:>11.0%}  {without:>9.0%}")
     print(f"chance (no memory, Monte Carlo): {chance:.1%}")
-    for task in world.task_types:
-        p, r = precision_recall(learned.get(task.name, []), task.procedure)
-        print(f"skill for {task.name}: {learned.get(task.name)}  precision {p:.2f} recall {r:.2f}")
+    for name, (p, r) in quality.items():
+        print(
+            f"skill for {name} before the break: {learned.get(name)} (hidden: {procedures[name]})"
+            f"  precision {p:.2f} recall {r:.2f}"
+        )
+    print(f"after the break, {broken} hides {world.task_type(broken).procedure}")
     for s in skills:
         print(
             f"  {s['name']:<18} {s['status']:<9} v{s['version']} uses {s['uses']:>4}  {[x['action'] for x in s['steps']]}"
@@ -236,7 +244,7 @@ async def main() -> None:
     )
     parser.add_argument("--episodes", type=int, default=100_000)
     parser.add_argument("--curve-episodes", type=int, default=600)
-    parser.add_argument("--after-break", type=int, default=150)
+    parser.add_argument("--after-break", type=int, default=300)
     parser.add_argument("--seconds", type=float, default=10.0)
     args = parser.parse_args()
     if args.what in ("curve", "all"):

@@ -28,7 +28,7 @@ from app.models import Pattern, Skill
 from app.repositories.learning import LearningRepository
 from app.repositories.memories import MemoryRepository
 from app.services.ids import uuid7
-from app.services.memories import token_estimate
+from app.services.memories import new_memory
 
 REFINE_MARGIN = 0.05
 RECOVERY_SUPPORT = 2
@@ -293,43 +293,27 @@ class EvolutionService:
                     from_statuses=("active", "quarantined", "contradicted"),
                     values={"status": "superseded", "superseded_by": memory_id, "updated_at": now},
                 )
-        await self.memories.insert(
-            {
-                "namespace": skill.namespace,
-                "id": memory_id,
-                "type": "skill",
-                "scope": scope,
-                "content": content,
-                "status": "active",
-                "confidence": round(skill.lcb, 6),
-                "sensitivity": "low",
-                "criticality": 0.6,
-                "valid_from": None,
-                "valid_until": None,
-                "source_refs": [
-                    f"skill:{skill.id}",
-                    *(f"episode:{e}" for e in skill.evidence[-5:]),
-                ],
-                "metadata": {
-                    "skill_id": skill.id,
-                    "name": skill.name,
-                    "version": skill.version,
-                    "task_type": skill.task_type or None,
-                    "steps": skill.steps,
-                    "trigger": skill.trigger,
-                },
-                "version": version,
-                "previous_id": previous,
-                "superseded_by": None,
-                "token_estimate": token_estimate(content),
-                "use_count": 0,
-                "last_used_at": None,
-                "reward_count": 0,
-                "reward_sum": 0.0,
-                "created_at": now,
-                "updated_at": now,
-            }
+        row = new_memory(
+            skill.namespace,
+            memory_id,
+            content=content,
+            confidence=round(skill.lcb, 6),
+            sensitivity="low",
+            criticality=0.6,
+            source_refs=[f"skill:{skill.id}", *(f"episode:{e}" for e in skill.evidence[-5:])],
+            metadata={
+                "skill_id": skill.id,
+                "name": skill.name,
+                "version": skill.version,
+                "task_type": skill.task_type or None,
+                "steps": skill.steps,
+                "trigger": skill.trigger,
+            },
+            now=now,
+            version=version,
+            previous_id=previous,
         )
+        await self.memories.insert(row | {"type": "skill", "scope": scope})
         skill.memory_id = memory_id
 
     async def _refine(self, skill: Skill, proc: Procedure, now: datetime, *, why: str) -> None:

@@ -26,7 +26,7 @@ from app.models import EpisodeLearning, Reward, Skill
 from app.repositories.learning import LearningRepository
 from app.repositories.memories import MemoryRepository
 from app.services.ids import uuid7
-from app.services.memories import token_estimate
+from app.services.memories import new_memory
 
 MAX_EVIDENCE = 20
 REFERENCE_TTL_S = 10.0
@@ -210,20 +210,15 @@ class LearningService:
         scope = {"level": "global", "episode_id": row.id}
         if row.task_type:
             scope["task_type"] = row.task_type
-        return {
-            "namespace": namespace,
-            "id": memory_id,
-            "type": "reflection",
-            "scope": scope,
-            "content": content,
-            "status": "active",
-            "confidence": 0.6,
-            "sensitivity": "low",
-            "criticality": 0.3,
-            "valid_from": None,
-            "valid_until": None,
-            "source_refs": [f"episode:{row.id}"],
-            "metadata": {
+        memory = new_memory(
+            namespace,
+            memory_id,
+            content=content,
+            confidence=0.6,
+            sensitivity="low",
+            criticality=0.3,
+            source_refs=[f"episode:{row.id}"],
+            metadata={
                 "episode_id": row.id,
                 "task_type": row.task_type,
                 "outcome": row.outcome,
@@ -232,17 +227,9 @@ class LearningService:
                 "improvements": found.improvements,
                 "insights": found.insights,
             },
-            "version": 1,
-            "previous_id": None,
-            "superseded_by": None,
-            "token_estimate": token_estimate(content),
-            "use_count": 0,
-            "last_used_at": None,
-            "reward_count": 0,
-            "reward_sum": 0.0,
-            "created_at": now,
-            "updated_at": now,
-        }
+            now=now,
+        )
+        return memory | {"type": "reflection", "scope": scope}
 
     async def _count(self, namespace: str, counts: dict[str, _Counts], now: datetime) -> None:
         """Add this batch's counts to the patterns' counters: one read, one executemany

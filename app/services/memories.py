@@ -79,26 +79,39 @@ def check_limits(data: MemoryFields, limits: Limits) -> None:
         )
 
 
-def memory_row(
-    namespace: str, memory_id: str, data: MemoryFields, *, now: datetime
+def new_memory(
+    namespace: str,
+    memory_id: str,
+    *,
+    content: str,
+    confidence: float,
+    sensitivity: str | None,
+    criticality: float,
+    source_refs: list[str],
+    metadata: dict[str, Any],
+    now: datetime,
+    valid_from: datetime | None = None,
+    valid_until: datetime | None = None,
+    version: int = 1,
+    previous_id: str | None = None,
 ) -> dict[str, Any]:
-    """A new memory's row (version 1 unless the caller says otherwise)."""
+    """A new, active memory's row, unused and unrewarded (type and scope are the caller's)."""
     return {
         "namespace": namespace,
         "id": memory_id,
-        "content": data.content,
+        "content": content,
         "status": "active",
-        "confidence": data.confidence,
-        "sensitivity": data.sensitivity.value if data.sensitivity else None,
-        "criticality": data.criticality,
-        "valid_from": data.valid_from,
-        "valid_until": data.valid_until,
-        "source_refs": list(data.source_refs),
-        "metadata": data.metadata,
-        "version": 1,
-        "previous_id": None,
+        "confidence": confidence,
+        "sensitivity": sensitivity,
+        "criticality": criticality,
+        "valid_from": valid_from,
+        "valid_until": valid_until,
+        "source_refs": source_refs,
+        "metadata": metadata,
+        "version": version,
+        "previous_id": previous_id,
         "superseded_by": None,
-        "token_estimate": token_estimate(data.content),
+        "token_estimate": token_estimate(content),
         "use_count": 0,
         "last_used_at": None,
         "reward_count": 0,
@@ -106,6 +119,25 @@ def memory_row(
         "created_at": now,
         "updated_at": now,
     }
+
+
+def memory_row(
+    namespace: str, memory_id: str, data: MemoryFields, *, now: datetime
+) -> dict[str, Any]:
+    """A new memory's row from a request (version 1 unless the caller says otherwise)."""
+    return new_memory(
+        namespace,
+        memory_id,
+        content=data.content,
+        confidence=data.confidence,
+        sensitivity=data.sensitivity.value if data.sensitivity else None,
+        criticality=data.criticality,
+        source_refs=list(data.source_refs),
+        metadata=data.metadata,
+        now=now,
+        valid_from=data.valid_from,
+        valid_until=data.valid_until,
+    )
 
 
 async def create_memory(

@@ -42,3 +42,9 @@ def cut(rows: list[Row], limit: int) -> tuple[list[Row], str | None]:
 
 def after(cursor: str | None) -> tuple[datetime, str] | None:
     return decode_cursor(cursor) if cursor else None
+
+
+def cut_offset(rows: list[Row], offset: int, limit: int) -> tuple[list[Row], int | None]:
+    """Rows fetched with limit + 1 from `offset` (ranked lists): the page and the offset
+    of the next one (or None)."""
+    return rows[:limit], offset + limit if len(rows) > limit else None

@@ -186,11 +186,8 @@ class KnowledgeService:
             offset=offset,
             limit=limit + 1,
         )
-        more = len(rows) > limit
-        return PatternPage(
-            items=[pattern_read(p) for p in rows[:limit]],
-            next_offset=offset + limit if more else None,
-        )
+        page, next_offset = pagination.cut_offset(rows, offset, limit)
+        return PatternPage(items=[pattern_read(p) for p in page], next_offset=next_offset)
 
     async def skills(
         self,
@@ -205,11 +202,8 @@ class KnowledgeService:
         rows = await self.repo.page_skills(
             namespace, status=status, task_type=task_type, sort=sort, offset=offset, limit=limit + 1
         )
-        more = len(rows) > limit
-        return SkillPage(
-            items=[skill_read(s) for s in rows[:limit]],
-            next_offset=offset + limit if more else None,
-        )
+        page, next_offset = pagination.cut_offset(rows, offset, limit)
+        return SkillPage(items=[skill_read(s) for s in page], next_offset=next_offset)
 
     async def skill(self, namespace: str, skill_id: str) -> SkillRead:
         found = await self.repo.get_skill(namespace, skill_id)
