@@ -11,38 +11,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Job
 from app.repositories import keyset
-from app.services.ids import uuid7
 
 JOBS = cast(Table, Job.__table__)
 WAITING = ("queued", "failed")
-
-
-def job_row(
-    namespace: str,
-    kind: str,
-    *,
-    key: str,
-    payload: dict[str, Any],
-    now: datetime,
-    max_attempts: int,
-) -> dict[str, Any]:
-    return {
-        "namespace": namespace,
-        "id": uuid7(),
-        "kind": kind,
-        "key": key,
-        "payload": payload,
-        "status": "queued",
-        "attempts": 0,
-        "max_attempts": max_attempts,
-        "run_after": now,
-        "locked_until": None,
-        "last_error": None,
-        "result": None,
-        "created_at": now,
-        "updated_at": now,
-        "finished_at": None,
-    }
 
 
 def _due(now: datetime) -> ColumnElement[bool]:

@@ -27,11 +27,11 @@ from app.core.errors import AppError, Conflict, NotFound, PayloadTooLarge, Store
 from app.db.engine import create_sessionmaker
 from app.db.errors import is_store_outage
 from app.repositories.episodes import EpisodeRepository, Key
-from app.repositories.jobs import JobRepository, job_row
+from app.repositories.jobs import JobRepository
 from app.repositories.memories import MemoryRepository, MemoryUsageRepository
 from app.repositories.rl import TransitionRepository
 from app.services.episode_records import NewEpisode, StepsPayload, step_totals
-from app.services.jobs import LEARN
+from app.services.jobs import LEARN, job_row
 from app.storage.blobs import (
     EPISODE_PREFIX,
     BlobStore,

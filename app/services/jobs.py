@@ -10,15 +10,44 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.core.config import Learning
 from app.core.errors import NotFound
 from app.models import Job
-from app.repositories.jobs import JobRepository, job_row
+from app.repositories.jobs import JobRepository
 from app.schemas.learning import JobPage, JobRead
 from app.services import pagination
+from app.services.ids import uuid7
 
 EVOLVE = "skills.evolve"
 LEARN = "episode.learn"
 CREDIT = "reward.credit"
 PASS = "reflect.pass"
 KINDS = (LEARN, CREDIT, EVOLVE, PASS)
+
+
+def job_row(
+    namespace: str,
+    kind: str,
+    *,
+    key: str,
+    payload: dict[str, Any],
+    now: datetime,
+    max_attempts: int,
+) -> dict[str, Any]:
+    return {
+        "namespace": namespace,
+        "id": uuid7(),
+        "kind": kind,
+        "key": key,
+        "payload": payload,
+        "status": "queued",
+        "attempts": 0,
+        "max_attempts": max_attempts,
+        "run_after": now,
+        "locked_until": None,
+        "last_error": None,
+        "result": None,
+        "created_at": now,
+        "updated_at": now,
+        "finished_at": None,
+    }
 
 
 async def enqueue(

@@ -15,7 +15,7 @@ from sqlalchemy import select
 from app.core.config import Settings
 from app.main import create_app
 from app.models import Job
-from app.repositories.jobs import job_row
+from app.services.jobs import job_row
 from app.services.learning import LearningService
 from app.worker.runner import Worker
 from tests.conftest import running
