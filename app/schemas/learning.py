@@ -11,7 +11,9 @@ from app.schemas.common import Name
 
 JobKind = Literal["episode.learn", "reward.credit", "skills.evolve", "reflect.pass"]
 JobStatus = Literal["queued", "running", "done", "failed", "dead"]
-PatternKind = Literal["action", "sequence", "recovery", "context", "failure", "skill_chain"]
+PatternKind = Literal[
+    "action", "sequence", "procedure", "recovery", "context", "failure", "skill_chain"
+]
 PatternSort = Literal["support", "success_rate", "mean_reward", "lcb"]
 SkillStatus = Literal["candidate", "active", "retired"]
 SkillSort = Literal["created_at", "uses", "lcb", "success_rate"]

@@ -94,6 +94,8 @@ class EvolutionService(SkillRecords):
             step_share=s.step_share,
             fixes=await self._fixes(namespace, task_type),
         )
+        if proc is not None:
+            await self._procedure_pattern(namespace, task_type, proc, now)
         if proc is not None and proc.support >= s.skill_min_support and self._beats_base(proc):
             generic = [k for k in live if not k.trigger.get("context")]
             similar = max(generic, key=lambda k: jaccard(actions(k), proc.steps), default=None)
@@ -269,6 +271,30 @@ class EvolutionService(SkillRecords):
                     namespace, task_type, proc, now, parents=ids, kind="composed", reason=reason
                 )
             )
+
+    async def _procedure_pattern(
+        self, namespace: str, task_type: str, proc: Procedure, now: datetime
+    ) -> None:
+        """The task type's current procedure as a pattern: the longest action sequence its
+        recent successes share (counted on the window, unlike the running counters)."""
+        pid = pattern_id("procedure", task_type, "")
+        row = await self.session.get(Pattern, (namespace, pid))
+        if row is None:
+            row = Pattern(
+                namespace=namespace, id=pid, kind="procedure", task_type=task_type, created_at=now
+            )
+            self.session.add(row)
+        row.signature = " > ".join(proc.steps)
+        row.items = list(proc.steps)
+        row.support = proc.support
+        row.successes = proc.successes
+        row.reward_count = proc.support
+        row.reward_sum = (proc.mean_reward or 0.0) * proc.support
+        row.success_rate = proc.success_rate
+        row.mean_reward = proc.mean_reward
+        row.lcb = proc.lcb
+        row.evidence = list(proc.evidence)
+        row.updated_at = now
 
     async def _failure_patterns(self, namespace: str, task_type: str, now: datetime) -> None:
         """Actions whose success rate is significantly below the task type's base rate."""

@@ -96,6 +96,10 @@ async def test_a_skill_that_fails_in_one_context_is_specialised(
     generic = next(s for s in skills if not s["trigger"]["context"])
     child = next(s for s in skills if s["trigger"]["context"])
     assert [s["action"] for s in generic["steps"]] == procedure
+    found = (await client.get("/v1/patterns", params={"kind": "procedure"})).json()["items"]
+    assert [(p["task_type"], p["items"]) for p in found] == [("ship", procedure)]
+    assert found[0]["support"] == 40
+    assert found[0]["successes"] == 20
     assert child["trigger"]["context"] == {"domain": "web"}
     assert child["parent_ids"] == [generic["id"]]
     events = (await client.get(f"/v1/skills/{generic['id']}/history")).json()["items"]
