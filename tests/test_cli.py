@@ -146,3 +146,56 @@ def test_docker_entrypoint_runs_other_commands(settings: Settings) -> None:
     )
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().startswith("egk_")
+
+
+def test_worker_runs_as_its_own_process(settings: Settings) -> None:
+    """`engram serve` with its worker off only stores; `engram worker` learns."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = env_for(settings, ENGRAM_PORT=str(port), ENGRAM_LEARNING__WORKER="false")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "serve"],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_health(url, server)
+        steps = [{"tool": "git", "action": "clone"}, {"tool": "pytest", "action": "run"}]
+        ids = []
+        for i in range(3):
+            body = {"task_id": f"w{i}", "task_type": "ci", "steps": steps, "outcome": "success"}
+            ids.append(httpx.post(f"{url}/v1/episodes", json=body).json()["id"])
+        jobs = httpx.get(f"{url}/v1/jobs").json()
+        assert jobs["counts"] == {"queued": 3}
+
+        once = engram(settings, "worker", "--once")
+        assert once.returncode == 0, once.stderr
+        assert once.stdout.strip() == "4 jobs run"  # 3 episodes learned, 1 evolution pass
+        for eid in ids:
+            found = httpx.get(f"{url}/v1/reflections", params={"episode_id": eid}).json()
+            assert len(found["items"]) == 1
+
+        # The long-running form stops cleanly on SIGTERM.
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "app.cli", "worker"],
+            env=env_for(settings),
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        body = {"task_id": "w9", "task_type": "ci", "steps": steps, "outcome": "success"}
+        late = httpx.post(f"{url}/v1/episodes", json=body).json()["id"]
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            found = httpx.get(f"{url}/v1/reflections", params={"episode_id": late}).json()
+            if found["items"]:
+                break
+            time.sleep(0.1)
+        assert found["items"]
+        worker.send_signal(signal.SIGTERM)
+        assert worker.wait(timeout=30) == 0
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=30)
