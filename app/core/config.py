@@ -64,6 +64,7 @@ class Learning(BaseModel):
     busy_share: float = Field(default=0.1, gt=0, le=1)
     busy_batch_size: int = Field(default=16, ge=1)
     max_attempts: int = Field(default=5, ge=1)
+    keep_done_s: float = Field(default=7 * 86400, ge=0)
     retry_base_s: float = Field(default=2.0, gt=0)
     lease_s: float = Field(default=60.0, gt=0)
     min_support: int = Field(default=5, ge=1)

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import ColumnElement, Table, and_, func, insert, or_, select, tuple_, update
+from sqlalchemy import ColumnElement, Table, and_, delete, func, insert, or_, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Job
@@ -74,6 +74,13 @@ class JobRepository:
             )
         )
         return claimed
+
+    async def purge_done(self, *, before: datetime) -> int:
+        """Delete finished jobs (done) older than `before`; failed and dead ones stay."""
+        result = await self.session.execute(
+            delete(JOBS).where(JOBS.c.status == "done", JOBS.c.finished_at < before)
+        )
+        return int(getattr(result, "rowcount", 0) or 0)
 
     async def release_running(self, *, now: datetime) -> int:
         """Put every running job back in the queue (their worker is known to be gone)."""

@@ -9,7 +9,7 @@ from typing import Any, cast
 from sqlalchemy import Row, Table, bindparam, insert, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.models import Episode, EpisodeLearning, Pattern, Reward, Skill, SkillEvent
+from app.models import Episode, EpisodeLearning, Memory, Pattern, Reward, Skill, SkillEvent
 from app.repositories import keyset
 
 PATTERNS = cast(Table, Pattern.__table__)
@@ -181,6 +181,17 @@ class LearningRepository:
             )
             found.update({r.episode_id: r for r in await self.session.scalars(stmt)})
         return found
+
+    async def forget_reflection(self, namespace: str, episode_id: str, *, now: datetime) -> None:
+        """A deleted episode's reflection goes with it (soft delete, like forget)."""
+        reflection = select(EpisodeLearning.reflection_id).where(
+            EpisodeLearning.namespace == namespace, EpisodeLearning.episode_id == episode_id
+        )
+        await self.session.execute(
+            update(Memory)
+            .where(Memory.namespace == namespace, Memory.id.in_(reflection.scalar_subquery()))
+            .values(status="deleted", updated_at=now)
+        )
 
     async def insert_learned(self, rows: Sequence[dict[str, Any]]) -> None:
         if rows:

@@ -28,6 +28,7 @@ from app.db.engine import create_sessionmaker
 from app.db.errors import is_store_outage
 from app.repositories.episodes import EpisodeRepository, Key
 from app.repositories.jobs import JobRepository
+from app.repositories.learning import LearningRepository
 from app.repositories.memories import MemoryRepository, MemoryUsageRepository
 from app.repositories.rl import TransitionRepository
 from app.services.episode_records import NewEpisode, StepsPayload, step_totals
@@ -403,8 +404,10 @@ class EpisodeWriter:
         for key, values in batch.updates.items():
             if key not in batch.deletes:
                 await repo.update_values(key, values)
+        learning = LearningRepository(session)
         for key in batch.deletes:
             await repo.delete(key)
+            await learning.forget_reflection(*key, now=datetime.now(UTC))
         completed = _completed(batch)
         now = datetime.now(UTC)
         await JobRepository(session).insert_many(

@@ -159,7 +159,9 @@ class KnowledgeService:
             scope["episode_id"] = episode_id
         if task_type is not None:
             scope["task_type"] = task_type
-        filters = MemoryFilters(types=["reflection"], scope=scope or None)
+        # A deleted reflection (its episode was deleted, or it was forgotten) is not listed.
+        live = ["active", "quarantined", "superseded", "contradicted", "expired"]
+        filters = MemoryFilters(types=["reflection"], statuses=live, scope=scope or None)
         rows = await self.memories.list(
             namespace, filters, now=now, after=pagination.after(cursor), limit=limit + 1
         )

@@ -15,7 +15,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -145,6 +145,10 @@ class Worker:
         from app.services.jobs import PASS, enqueue
 
         async with self.session() as session:
+            before = datetime.now(UTC) - timedelta(seconds=self.settings.keep_done_s)
+            purged = await JobRepository(session).purge_done(before=before)
+            if purged:
+                log.info("finished jobs purged", extra={"jobs": purged})
             names = await LearningRepository(session).namespaces_with_unlearned(limit=1000)
             for namespace in names:
                 await enqueue(

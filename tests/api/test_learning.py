@@ -316,3 +316,35 @@ async def test_a_restart_resumes_jobs_left_running(settings: Settings) -> None:
         assert jobs["items"][0]["attempts"] == 2
         found = (await client.get("/v1/reflections", params={"episode_id": ep["id"]})).json()
         assert len(found["items"]) == 1
+
+
+async def test_deleting_an_episode_deletes_its_reflection(
+    app: FastAPI, client: httpx.AsyncClient
+) -> None:
+    ep = await episode(client, "gone")
+    keep = await episode(client, "kept")
+    await drain(app)
+    found = (await client.get("/v1/reflections", params={"episode_id": ep["id"]})).json()
+    reflection = found["items"][0]["id"]
+    assert (await client.delete(f"/v1/episodes/{ep['id']}")).status_code == 204
+    assert (await client.get(f"/v1/memories/{reflection}")).json()["status"] == "deleted"
+    listed = (await client.get("/v1/reflections", params={"episode_id": ep["id"]})).json()
+    assert listed["items"] == []
+    other = (await client.get("/v1/reflections", params={"episode_id": keep["id"]})).json()
+    memory = (await client.get(f"/v1/memories/{other['items'][0]['id']}")).json()
+    assert memory["status"] == "active"
+
+
+async def test_the_periodic_pass_purges_old_finished_jobs(
+    app: FastAPI, client: httpx.AsyncClient
+) -> None:
+    await episode(client, "old")
+    runner = worker(app)
+    await runner.drain()
+    assert (await client.get("/v1/jobs")).json()["counts"] == {"done": 2}
+    runner.settings.keep_done_s = 3600
+    await runner.periodic_pass()
+    assert (await client.get("/v1/jobs")).json()["counts"] == {"done": 2}
+    runner.settings.keep_done_s = 0
+    await runner.periodic_pass()
+    assert (await client.get("/v1/jobs")).json()["counts"] == {}
