@@ -43,7 +43,6 @@ class Worker:
         self.read_sessions = read_sessions or sessions
         self.settings = settings
         self.lock = lock
-        self.busy_s = 0.0  # time spent running jobs (what the speed targets count)
         self._wake = asyncio.Event()
         self._last_pass = 0.0
 
@@ -79,7 +78,6 @@ class Worker:
 
     async def run_once(self, *, limit: int | None = None) -> int:
         """Claim one batch of due jobs and run it; the number of jobs handled."""
-        started = time.perf_counter()
         async with self.reader() as session:
             if not await JobRepository(session).any_due(now=datetime.now(UTC)):
                 return 0
@@ -96,8 +94,6 @@ class Worker:
         order = {"episode.learn": 0, "reward.credit": 1, "reflect.pass": 2, "skills.evolve": 3}
         for (namespace, kind), ids in sorted(groups.items(), key=lambda g: order.get(g[0][1], 9)):
             await self._run_group(namespace, kind, ids)
-        if claimed:
-            self.busy_s += time.perf_counter() - started
         return len(claimed)
 
     async def _run_group(self, namespace: str, kind: str, ids: list[str]) -> None:
