@@ -6,8 +6,14 @@ import os
 import time
 import uuid
 
+_last = 0
+
 
 def uuid7() -> str:
+    """A UUIDv7; within this process each one sorts after the one before (ids made in the
+    same millisecond count up from the previous one, as RFC 9562 allows), so records
+    made in one step keep their order."""
+    global _last
     ms = time.time_ns() // 1_000_000
     rand = int.from_bytes(os.urandom(10), "big")
     value = (ms & ((1 << 48) - 1)) << 80
@@ -15,4 +21,7 @@ def uuid7() -> str:
     value |= ((rand >> 62) & 0xFFF) << 64
     value |= 0b10 << 62
     value |= rand & ((1 << 62) - 1)
+    if value <= _last and value >> 80 == _last >> 80:
+        value = _last + 1
+    _last = value
     return str(uuid.UUID(int=value))
