@@ -7,6 +7,7 @@ a thread hop on every request.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -88,6 +89,16 @@ async def get_session(state: StateDep) -> AsyncIterator[AsyncSession]:
     """For reads (SQLite: a deferred transaction that never blocks on writers)."""
     async for session in _session(state.read_sessions):
         yield session
+
+
+@contextlib.asynccontextmanager
+async def write_session(state: AppState) -> AsyncIterator[AsyncSession]:
+    """A write transaction of its own, committed on success (for work done in several)."""
+    async with contextlib.AsyncExitStack() as stack:
+        if state.write_lock is not None:
+            await stack.enter_async_context(state.write_lock)
+        async for session in _session(state.write_sessions):
+            yield session
 
 
 async def get_write_session(state: StateDep) -> AsyncIterator[AsyncSession]:

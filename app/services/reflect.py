@@ -29,6 +29,7 @@ from app.schemas.learning import (
 from app.services import pagination
 
 PASS_CHUNK = 500
+PASS_CHUNKS = 2
 
 
 def _when(value: Any) -> datetime | None:
@@ -36,9 +37,16 @@ def _when(value: Any) -> datetime | None:
 
 
 async def run_pass(
-    session: AsyncSession, namespace: str, payload: dict[str, Any], *, settings: Learning
-) -> ReflectResult:
-    """Learn every completed episode of the window not learned yet, then evolve skills."""
+    session: AsyncSession,
+    namespace: str,
+    payload: dict[str, Any],
+    *,
+    settings: Learning,
+    max_chunks: int | None = None,
+) -> tuple[ReflectResult, bool]:
+    """Learn completed episodes of the window not learned yet (at most `max_chunks` of
+    PASS_CHUNK, so that one transaction stays short), then evolve skills. Returns the
+    result and whether episodes remain for another round."""
     from app.services.evolution import EvolutionService
     from app.services.learning import LearningService
 
@@ -47,7 +55,8 @@ async def run_pass(
     task_type = payload.get("task_type")
     learned = reflections = 0
     touched: set[str] = set()
-    while True:
+    remaining = False
+    for _ in range(max_chunks or PASS_CHUNKS):
         ids = await repo.unlearned(
             namespace,
             since=_when(payload.get("since")),
@@ -55,14 +64,13 @@ async def run_pass(
             task_type=task_type,
             limit=PASS_CHUNK,
         )
-        if not ids:
+        chunk: dict[str, Any] = await learning.learn(namespace, ids) if ids else {"learned": 0}
+        remaining = len(ids) == PASS_CHUNK and bool(chunk["learned"])
+        if not chunk["learned"]:
             break
-        result = await learning.learn(namespace, ids)
-        if not result["learned"]:
-            break
-        learned += result["learned"]
-        reflections += len(result["reflections"])
-        touched.update(result["task_types"])
+        learned += chunk["learned"]
+        reflections += len(chunk["reflections"])
+        touched.update(chunk["task_types"])
     if task_type is not None:
         touched.add(task_type)
     elif not touched:
@@ -80,13 +88,14 @@ async def run_pass(
             limit=10,
         )
         patterns.extend(pattern_read(p) for p in found)
-    return ReflectResult(
+    result = ReflectResult(
         status="done",
         learned=learned,
         reflections=reflections,
         patterns=patterns,
         skill_changes=[SkillChange(**c) for c in changes],
     )
+    return result, remaining
 
 
 async def _task_types(session: AsyncSession, namespace: str) -> list[str]:

@@ -67,8 +67,14 @@ async def reflect_pass(
 ) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for job in jobs:
-        found = await run_pass(session, namespace, job.payload, settings=settings)
+        found, remaining = await run_pass(session, namespace, job.payload, settings=settings)
         result = found.model_dump(mode="json", exclude={"patterns"})
+        if remaining:
+            # The rest in another job: each transaction stays short.
+            await enqueue(
+                session, namespace, job.kind, key=job.key, payload=job.payload, settings=settings
+            )
+            result["continued"] = True
     return result
 
 

@@ -15,6 +15,7 @@ from sqlalchemy import select
 from app.core.config import Settings
 from app.main import create_app
 from app.models import Job
+from app.services import reflect as reflect_service
 from app.services.jobs import job_row
 from app.services.learning import LearningService
 from app.worker.runner import Worker
@@ -348,3 +349,28 @@ async def test_the_periodic_pass_purges_old_finished_jobs(
     runner.settings.keep_done_s = 0
     await runner.periodic_pass()
     assert (await client.get("/v1/jobs")).json()["counts"] == {}
+
+
+async def test_a_long_pass_runs_in_short_transactions(
+    app: FastAPI, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(reflect_service, "PASS_CHUNK", 2)
+    monkeypatch.setattr(reflect_service, "PASS_CHUNKS", 1)
+    for i in range(5):
+        await episode(client, f"p{i}", task_type="batch")
+    r = await client.post("/v1/reflect", json={"task_type": "batch"})
+    assert r.json()["learned"] == 5  # in three rounds of at most two episodes
+
+    for i in range(5, 10):
+        await episode(client, f"p{i}", task_type="batch")
+    async with app.state.engram.write_sessions() as session:
+        # As for episodes stored before learning existed: only a pass finds them.
+        await session.execute(Job.__table__.delete().where(Job.kind == "episode.learn"))
+        await session.commit()
+    queued = await client.post("/v1/reflect", json={"task_type": "batch", "wait": False})
+    await worker(app).drain()
+    jobs = (await client.get("/v1/jobs", params={"kind": "reflect.pass"})).json()["items"]
+    assert [j["status"] for j in jobs] == ["done", "done", "done"]
+    assert jobs[-1]["id"] == queued.json()["job_id"]
+    assert [j["result"]["learned"] for j in reversed(jobs)] == [2, 2, 1]
+    assert jobs[-1]["result"]["continued"] is True

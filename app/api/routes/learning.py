@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response, status
 
 from app.api.deps import (
     AgentDep,
+    AppState,
     ReaderDep,
     SessionDep,
     SettingsDep,
     StateDep,
-    WriteSessionDep,
     check_window,
     page_size,
+    write_session,
 )
 from app.core.errors import InvalidInput, error_responses
 from app.schemas.common import stored_ident
@@ -52,11 +53,7 @@ Offset = Annotated[int, Query(ge=0, le=1_000_000)]
     },
 )
 async def reflect(
-    body: ReflectRequest,
-    response: Response,
-    principal: AgentDep,
-    session: WriteSessionDep,
-    state: StateDep,
+    body: ReflectRequest, response: Response, principal: AgentDep, state: StateDep
 ) -> ReflectResult:
     """Run a learning pass: reflect on new episodes, mine patterns, evolve skills."""
     check_window(body.since, body.until)
@@ -65,20 +62,37 @@ async def reflect(
     payload = body.model_dump(mode="json", exclude={"wait"}, exclude_none=True)
     settings = state.settings.learning
     if body.wait:
-        return await run_pass(session, principal.namespace, payload, settings=settings)
-    job = await enqueue(
-        session,
-        principal.namespace,
-        PASS,
-        key=f"on-demand:{payload}",
-        payload=payload,
-        settings=settings,
-    )
+        return await _reflect_now(state, principal.namespace, payload)
+    async with write_session(state) as session:
+        job = await enqueue(
+            session,
+            principal.namespace,
+            PASS,
+            key=f"on-demand:{payload}",
+            payload=payload,
+            settings=settings,
+        )
     if state.worker is not None:
         state.worker.wake()
     response.status_code = status.HTTP_202_ACCEPTED
     job_id = job["id"] if isinstance(job, dict) else job.id
     return ReflectResult(job_id=job_id, status="queued")
+
+
+async def _reflect_now(state: AppState, namespace: str, payload: dict[str, Any]) -> ReflectResult:
+    """A whole pass, in transactions of a few chunks each (writers get in between)."""
+    total = ReflectResult(status="done")
+    while True:
+        async with write_session(state) as session:
+            result, remaining = await run_pass(
+                session, namespace, payload, settings=state.settings.learning
+            )
+        total.learned += result.learned
+        total.reflections += result.reflections
+        total.skill_changes.extend(result.skill_changes)
+        total.patterns = result.patterns
+        if not remaining:
+            return total
 
 
 @router.get("/reflections", response_model=ReflectionPage, responses=error_responses(401, 422, 503))
