@@ -7,6 +7,8 @@ from datetime import datetime
 from typing import Any, cast
 
 from sqlalchemy import Row, Table, bindparam, insert, select, tuple_, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Episode, EpisodeLearning, Memory, Pattern, Reward, Skill, SkillEvent
@@ -211,15 +213,19 @@ class LearningRepository:
         return found
 
     async def pattern_counters(
-        self, namespace: str, ids: Sequence[str]
+        self, namespace: str, ids: Sequence[str], *, lock: bool = False
     ) -> dict[str, dict[str, Any]]:
-        """Patterns as plain dicts, to be changed and written back with update_pattern_counters."""
+        """Patterns as plain dicts, to be changed and written back with
+        update_pattern_counters; `lock` (with ids in sorted order, so that two workers
+        lock in the same order) holds them until the transaction ends (PostgreSQL)."""
         found: dict[str, dict[str, Any]] = {}
         for start in range(0, len(ids), CHUNK):
             stmt = select(PATTERNS).where(
                 PATTERNS.c.namespace == namespace,
                 PATTERNS.c.id.in_(list(ids[start : start + CHUNK])),
             )
+            if lock:
+                stmt = stmt.order_by(PATTERNS.c.id).with_for_update()
             found.update({r.id: dict(r._mapping) for r in await self.session.execute(stmt)})
         return found
 
@@ -241,9 +247,18 @@ class LearningRepository:
         ]
         await self.session.execute(stmt, params)
 
-    async def insert_patterns(self, rows: Sequence[dict[str, Any]]) -> None:
-        if rows:
+    async def insert_patterns(
+        self, rows: Sequence[dict[str, Any]], *, if_absent: bool = False
+    ) -> None:
+        if not rows:
+            return
+        if not if_absent:
             await self.session.execute(insert(PATTERNS), list(rows))
+            return
+        dialect = self.session.get_bind().dialect.name
+        make = pg_insert if dialect == "postgresql" else sqlite_insert
+        stmt = make(PATTERNS).on_conflict_do_nothing(index_elements=["namespace", "id"])
+        await self.session.execute(stmt, list(rows))
 
     async def patterns_of(
         self, namespace: str, task_type: str, kinds: Sequence[str]
@@ -286,13 +301,18 @@ class LearningRepository:
 
     # -- skills -----------------------------------------------------------------
 
-    async def skills_for(self, namespace: str, names: Sequence[str]) -> dict[str, Skill]:
-        """Skills named by id or by name (what agents put in skills_applied)."""
+    async def skills_for(
+        self, namespace: str, names: Sequence[str], *, lock: bool = False
+    ) -> dict[str, Skill]:
+        """Skills named by id or by name (what agents put in skills_applied); `lock` as in
+        pattern_counters, for crediting them."""
         if not names:
             return {}
         stmt = select(Skill).where(
             Skill.namespace == namespace, Skill.id.in_(list(names)) | Skill.name.in_(list(names))
         )
+        if lock:
+            stmt = stmt.order_by(Skill.id).with_for_update()
         found: dict[str, Skill] = {}
         for skill in await self.session.scalars(stmt):
             found[skill.id] = skill

@@ -135,7 +135,7 @@ class LearningService:
         for task_type in sorted({r.task_type or "" for r in rows}):
             refs[task_type] = await self._references(namespace, task_type)
         names = sorted({name for r in rows for name in r.skills_applied})
-        skills = await self.repo.skills_for(namespace, names)
+        skills = await self.repo.skills_for(namespace, names, lock=True)
         counts: dict[str, _Counts] = {}
         memories: list[dict[str, Any]] = []
         learned: list[dict[str, Any]] = []
@@ -233,29 +233,38 @@ class LearningService:
 
     async def _count(self, namespace: str, counts: dict[str, _Counts], now: datetime) -> None:
         """Add this batch's counts to the patterns' counters: one read, one executemany
-        of updates and one of inserts, however many patterns the batch touched."""
-        existing = await self.repo.pattern_counters(namespace, list(counts))
-        new_rows, changed = [], []
+        of updates and one of inserts, however many patterns the batch touched.
+
+        Rows are created empty first (a no-op for those that exist) and then read locked,
+        so that two workers adding to the same counters (PostgreSQL) take turns instead
+        of one overwriting the other's counts."""
+        fresh = [
+            {
+                "namespace": namespace,
+                "id": pid,
+                "kind": c.kind,
+                "task_type": c.task_type,
+                "signature": c.signature,
+                "items": c.items,
+                "support": 0,
+                "successes": 0,
+                "reward_sum": 0.0,
+                "reward_count": 0,
+                "success_rate": 0.0,
+                "mean_reward": None,
+                "lcb": 0.0,
+                "evidence": [],
+                "created_at": now,
+                "updated_at": now,
+            }
+            for pid, c in counts.items()
+        ]
+        await self.repo.insert_patterns(fresh, if_absent=True)
+        existing = await self.repo.pattern_counters(namespace, sorted(counts), lock=True)
+        changed = []
         for pid, c in counts.items():
-            row = existing.get(pid)
-            if row is None:
-                row = {
-                    "namespace": namespace,
-                    "id": pid,
-                    "kind": c.kind,
-                    "task_type": c.task_type,
-                    "signature": c.signature,
-                    "items": c.items,
-                    "support": 0,
-                    "successes": 0,
-                    "reward_sum": 0.0,
-                    "reward_count": 0,
-                    "evidence": [],
-                    "created_at": now,
-                }
-                new_rows.append(row)
-            else:
-                changed.append(row)
+            row = existing[pid]
+            changed.append(row)
             row["support"] += c.support
             row["successes"] += c.successes
             row["reward_sum"] += c.reward_sum
@@ -263,7 +272,6 @@ class LearningService:
             row["evidence"] = [*row["evidence"], *c.evidence][-MAX_EVIDENCE:]
             row["updated_at"] = now
             refresh(row)
-        await self.repo.insert_patterns(new_rows)
         await self.repo.update_pattern_counters(changed)
 
     async def credit(self, namespace: str, episode_ids: Sequence[str]) -> dict[str, Any]:
@@ -286,13 +294,13 @@ class LearningService:
             for pid in record.pattern_ids:
                 s, r = deltas.get(pid, (0, 0.0))
                 deltas[pid] = (s + d_success, r + d_reward)
-            skills = await self.repo.skills_for(namespace, record.skill_ids)
+            skills = await self.repo.skills_for(namespace, record.skill_ids, lock=True)
             for sid in record.skill_ids:
                 if sid in skills:
                     recredit_skill(skills[sid], eid, d_success=d_success, d_reward=d_reward)
             record.success, record.reward = success, reward
             changed.append(record)
-        patterns = await self.repo.pattern_counters(namespace, list(deltas))
+        patterns = await self.repo.pattern_counters(namespace, sorted(deltas), lock=True)
         for pid, (d_success, d_reward) in deltas.items():
             counters = patterns.get(pid)
             if counters is not None:

@@ -374,3 +374,25 @@ async def test_a_long_pass_runs_in_short_transactions(
     assert jobs[-1]["id"] == queued.json()["job_id"]
     assert [j["result"]["learned"] for j in reversed(jobs)] == [2, 2, 1]
     assert jobs[-1]["result"]["continued"] is True
+
+
+async def test_two_workers_learn_each_episode_once(app: FastAPI, client: httpx.AsyncClient) -> None:
+    for i in range(40):
+        await episode(client, f"c{i}", task_type="pair")
+    state = app.state.engram
+    small = state.settings.learning.model_copy(update={"batch_size": 7})
+    # Two workers without a shared lock, as two `engram worker` processes would be.
+    a = Worker(state.write_sessions, small, read_sessions=state.read_sessions)
+    b = Worker(state.write_sessions, small, read_sessions=state.read_sessions)
+    done = await asyncio.gather(a.drain(), b.drain())
+    assert sum(done) >= 40
+    jobs = (await client.get("/v1/jobs", params={"kind": "episode.learn", "limit": 100})).json()
+    assert len(jobs["items"]) == 40
+    assert {j["status"] for j in jobs["items"]} == {"done"}
+    assert {j["attempts"] for j in jobs["items"]} == {1}
+    base = (await client.get("/v1/patterns", params={"task_type": "pair", "kind": "action"})).json()
+    assert {p["support"] for p in base["items"]} == {40}
+    reflections = (
+        await client.get("/v1/reflections", params={"task_type": "pair", "limit": 100})
+    ).json()
+    assert len(reflections["items"]) == 40
