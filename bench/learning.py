@@ -36,6 +36,7 @@ from bench.simworld import RandomAgent, World, chance_rate, precision_recall
 from tests.server import EngramServer
 
 OUT = Path(__file__).resolve().parent / "out"
+PROBE = 5000  # episodes learned at the start and at the end, to compare their cost
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -177,13 +178,13 @@ async def scale(total: int) -> None:
         ).start()
         try:
             idle = worker_once(server)  # process start, imports, migrations: no jobs
-            first = episode_bodies(1000, 1)
+            first = episode_bodies(PROBE, 1)
             await ingest(server, first)
             small = worker_once(server)
-            bulk = episode_bodies(total - 1000, 2)
+            bulk = episode_bodies(total - PROBE, 2)
             rate = await ingest(server, bulk)
             big = worker_once(server)
-            last = episode_bodies(1000, 3)
+            last = episode_bodies(PROBE, 3)
             await ingest(server, last)
             late = worker_once(server)
             async with httpx.AsyncClient(base_url=server.url, timeout=60) as client:

@@ -8,7 +8,6 @@ from typing import Any, cast
 
 from sqlalchemy import Row, Table, bindparam, insert, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Episode, EpisodeLearning, Memory, Pattern, Reward, Skill, SkillEvent
@@ -247,18 +246,29 @@ class LearningRepository:
         ]
         await self.session.execute(stmt, params)
 
-    async def insert_patterns(
-        self, rows: Sequence[dict[str, Any]], *, if_absent: bool = False
-    ) -> None:
-        if not rows:
-            return
-        if not if_absent:
+    async def counters_for_update(
+        self, namespace: str, fresh: dict[str, dict[str, Any]]
+    ) -> dict[str, dict[str, Any]]:
+        """The counters of these patterns, created from `fresh` where missing, to be added
+        to and written back in this transaction.
+
+        PostgreSQL: missing rows are inserted first (ON CONFLICT DO NOTHING), then all are
+        read locked in id order, so concurrent workers wait for each other. SQLite: a
+        write transaction is the only writer (BEGIN IMMEDIATE), so a plain read and an
+        insert of the missing rows suffice."""
+        if self.session.get_bind().dialect.name == "postgresql":
+            stmt = pg_insert(PATTERNS).on_conflict_do_nothing(index_elements=["namespace", "id"])
+            await self.session.execute(stmt, list(fresh.values()))
+            return await self.pattern_counters(namespace, sorted(fresh), lock=True)
+        found = await self.pattern_counters(namespace, list(fresh))
+        missing = [row for pid, row in fresh.items() if pid not in found]
+        await self.insert_patterns(missing)
+        found.update({row["id"]: dict(row) for row in missing})
+        return found
+
+    async def insert_patterns(self, rows: Sequence[dict[str, Any]]) -> None:
+        if rows:
             await self.session.execute(insert(PATTERNS), list(rows))
-            return
-        dialect = self.session.get_bind().dialect.name
-        make = pg_insert if dialect == "postgresql" else sqlite_insert
-        stmt = make(PATTERNS).on_conflict_do_nothing(index_elements=["namespace", "id"])
-        await self.session.execute(stmt, list(rows))
 
     async def patterns_of(
         self, namespace: str, task_type: str, kinds: Sequence[str]

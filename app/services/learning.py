@@ -235,11 +235,10 @@ class LearningService:
         """Add this batch's counts to the patterns' counters: one read, one executemany
         of updates and one of inserts, however many patterns the batch touched.
 
-        Rows are created empty first (a no-op for those that exist) and then read locked,
-        so that two workers adding to the same counters (PostgreSQL) take turns instead
-        of one overwriting the other's counts."""
-        fresh = [
-            {
+        The counters are read for update (see counters_for_update), so that two workers
+        adding to the same ones take turns instead of one overwriting the other's counts."""
+        fresh = {
+            pid: {
                 "namespace": namespace,
                 "id": pid,
                 "kind": c.kind,
@@ -258,9 +257,8 @@ class LearningService:
                 "updated_at": now,
             }
             for pid, c in counts.items()
-        ]
-        await self.repo.insert_patterns(fresh, if_absent=True)
-        existing = await self.repo.pattern_counters(namespace, sorted(counts), lock=True)
+        }
+        existing = await self.repo.counters_for_update(namespace, fresh)
         changed = []
         for pid, c in counts.items():
             row = existing[pid]
