@@ -65,6 +65,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     lock=write_lock,
                     read_sessions=read_sessions,
                     pressure=load.busy,
+                    batch_size=settings.learning.api_batch_size,
                 )
                 if settings.learning.worker
                 else None
@@ -77,6 +78,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 max_steps=settings.limits.max_steps,
                 max_attempts=settings.learning.max_attempts,
                 on_completed=worker.wake if worker is not None else None,
+                lock=write_lock,
             )
             writer.start()
             app.state.engram = AppState(

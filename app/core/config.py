@@ -59,10 +59,13 @@ class Learning(BaseModel):
     poll_interval_s: float = Field(default=0.5, gt=0)
     pass_interval_s: float = Field(default=300.0, ge=0)
     batch_size: int = Field(default=512, ge=1)
-    # While the API serves writes, the in-process worker takes at most this share of the
-    # time (it pauses between smaller batches), so that ingest never waits for learning.
-    busy_share: float = Field(default=0.1, gt=0, le=1)
-    busy_batch_size: int = Field(default=16, ge=1)
+    # The API's own worker takes smaller batches: each one holds the event loop.
+    api_batch_size: int = Field(default=64, ge=1)
+    # While the API serves concurrent writes, its worker waits (up to max_defer_s), then
+    # takes at most busy_share of the time in small batches: ingest never waits for it.
+    max_defer_s: float = Field(default=30.0, ge=0)
+    busy_share: float = Field(default=0.05, gt=0, le=1)
+    busy_batch_size: int = Field(default=8, ge=1)
     max_attempts: int = Field(default=5, ge=1)
     keep_done_s: float = Field(default=7 * 86400, ge=0)
     retry_base_s: float = Field(default=2.0, gt=0)

@@ -14,8 +14,9 @@ Like a worker job, the writer opens and commits its own sessions.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -88,8 +89,12 @@ class EpisodeWriter:
         max_steps: int,
         max_attempts: int = 5,
         on_completed: Callable[[], None] | None = None,
+        lock: asyncio.Lock | None = None,
     ) -> None:
         self._engine = engine
+        # SQLite: the process's writers (requests, the worker, this writer) take turns on
+        # one asyncio lock instead of meeting in SQLite's busy handler, which sleeps.
+        self._lock = lock
         # Completing an episode queues its learning job in the same transaction.
         self._max_attempts = max_attempts
         self._on_completed = on_completed
@@ -220,8 +225,27 @@ class EpisodeWriter:
                     await self._sweep_chunk(cmd)
                 commands = []
 
+    @contextlib.asynccontextmanager
+    async def _turn(self) -> AsyncIterator[None]:
+        if self._lock is None:
+            yield
+        else:
+            async with self._lock:
+                yield
+
     async def _apply(self, commands: list[_Command]) -> list[_Command]:
         """Apply a prefix of commands as one group commit; return those left for later."""
+        async with self._turn():
+            left = await self._apply_batch(commands)
+        if left is None:
+            # Someone else wrote the same keys; isolate each command to give each its answer.
+            for cmd in commands:
+                await self._process([cmd])
+            return []
+        return left
+
+    async def _apply_batch(self, commands: list[_Command]) -> list[_Command] | None:
+        """The group commit; None when the batch conflicted and must run command by command."""
         assert self._sessionmaker is not None
         async with self._sessionmaker() as session:
             try:
@@ -242,10 +266,7 @@ class EpisodeWriter:
                 if len(commands) == 1:
                     _settle([(commands[0].future, Conflict("conflicting concurrent write"))])
                     return []
-                # Someone else wrote the same keys; isolate each command to give each its answer.
-                for cmd in commands:
-                    await self._process([cmd])
-                return []
+                return None
             except BlobStoreError as exc:
                 await session.rollback()
                 _fail(commands, StoreUnavailable(f"payload store unavailable: {exc}"))
@@ -443,7 +464,7 @@ class EpisodeWriter:
             parsed = [(key, *parse_episode_key(key)) for key in keys]
             pairs = list({(ns, eid) for _, ns, eid, _ in parsed})
             assert self._sessionmaker is not None
-            async with self._sessionmaker() as session:
+            async with self._turn(), self._sessionmaker() as session:
                 counts = await EpisodeRepository(session).step_counts(pairs)
                 await session.rollback()
             orphans = [

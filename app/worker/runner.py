@@ -26,6 +26,7 @@ from app.repositories.learning import LearningRepository
 from app.worker.handlers import HANDLERS
 
 log = logging.getLogger("engram.worker")
+DEFER_CHECK_S = 0.05
 
 
 class Worker:
@@ -37,14 +38,17 @@ class Worker:
         lock: asyncio.Lock | None = None,
         read_sessions: async_sessionmaker[AsyncSession] | None = None,
         pressure: Callable[[], bool] | None = None,
+        batch_size: int | None = None,
     ) -> None:
         self.sessions = sessions
+        self.batch_size = batch_size or settings.batch_size
         self.pressure = pressure or (lambda: False)
         self.read_sessions = read_sessions or sessions
         self.settings = settings
         self.lock = lock
         self._wake = asyncio.Event()
         self._last_pass = 0.0
+        self._busy_since: float | None = None
 
     def wake(self) -> None:
         self._wake.set()
@@ -85,7 +89,7 @@ class Worker:
             claimed = await JobRepository(session).claim(
                 now=datetime.now(UTC),
                 lease_s=self.settings.lease_s,
-                limit=limit or self.settings.batch_size,
+                limit=limit or self.batch_size,
             )
         groups: dict[tuple[str, str], list[str]] = {}
         for namespace, job_id, kind in claimed:
@@ -175,11 +179,20 @@ class Worker:
                     self._last_pass = time.monotonic()
                     await self.periodic_pass()
                 busy = self.pressure()
+                now = time.monotonic()
+                if not busy:
+                    self._busy_since = None
+                elif self._busy_since is None:
+                    self._busy_since = now
+                if busy and now - (self._busy_since or now) < self.settings.max_defer_s:
+                    # A burst of writes: learning waits for it to pass (up to max_defer_s).
+                    await asyncio.sleep(DEFER_CHECK_S)
+                    continue
                 started = time.perf_counter()
                 limit = self.settings.busy_batch_size if busy else None
                 if await self.run_once(limit=limit):
-                    # Under write load, pause so that learning takes at most busy_share
-                    # of the time; otherwise just let requests in between batches.
+                    # Under sustained write load, pause so that learning takes at most
+                    # busy_share of the time; otherwise let requests in between batches.
                     took = time.perf_counter() - started
                     share = self.settings.busy_share
                     await asyncio.sleep(took * (1 - share) / share if busy else 0)
