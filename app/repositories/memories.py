@@ -23,6 +23,7 @@ from sqlalchemy import (
     or_,
     select,
     text,
+    true,
     tuple_,
     update,
 )
@@ -151,7 +152,7 @@ class MemoryRepository:
         source: Any
         text_part: ColumnElement[Any]
         if self.session.get_bind().dialect.name == "sqlite":
-            relevance = await self._fts_matches(namespace, terms, prefilter)
+            relevance = await self._fts_matches(namespace, terms, prefilter, types=filters.types)
             if not relevance:
                 return []
             # The matches go back in as a JSON object (id -> relevance / best relevance).
@@ -170,6 +171,7 @@ class MemoryRepository:
             source = (
                 select(MEMORIES.c.id.label("memory_id"), rank.label("relevance"))
                 .where(MEMORIES.c.namespace == namespace, vector.op("@@")(tsquery))
+                .where(MEMORIES.c.type.in_(filters.types) if filters.types else true())
                 .order_by(rank.desc())
                 .limit(prefilter)
                 .subquery("matched")
@@ -219,7 +221,12 @@ class MemoryRepository:
         ]
 
     async def _fts_matches(
-        self, namespace: str, terms: Sequence[str], prefilter: int
+        self,
+        namespace: str,
+        terms: Sequence[str],
+        prefilter: int,
+        *,
+        types: Sequence[str] | None = None,
     ) -> dict[str, float]:
         """The namespace's best matches by BM25 alone: memory id -> relevance relative to
         the best one (1.0 for the best).
@@ -237,14 +244,26 @@ class MemoryRepository:
             query, fetch = f"content:({words})", int(prefilter / share) + 1
         else:
             query, fetch = f'ns:"{token}" AND content:({words})', prefilter
-        rows = await self.session.execute(
-            text(
+        if types:
+            # Only memories of these types may take the top places: otherwise many matches
+            # of another type (a task type's reflections) could push every one out.
+            stmt = text(
+                "SELECT memories_fts.memory_id, memories_fts.ns, "
+                "-bm25(memories_fts, 1.0, 0.0) AS relevance "
+                "FROM memories_fts JOIN memories ON memories.namespace = :namespace "
+                "AND memories.id = memories_fts.memory_id "
+                "WHERE memories_fts MATCH :query AND memories.type IN :types "
+                "ORDER BY relevance DESC LIMIT :fetch"
+            ).bindparams(bindparam("types", expanding=True))
+            params = {"query": query, "fetch": fetch, "namespace": namespace, "types": list(types)}
+        else:
+            stmt = text(
                 "SELECT memory_id, ns, -bm25(memories_fts, 1.0, 0.0) AS relevance "
                 "FROM memories_fts WHERE memories_fts MATCH :query "
                 "ORDER BY relevance DESC LIMIT :fetch"
-            ),
-            {"query": query, "fetch": fetch},
-        )
+            )
+            params = {"query": query, "fetch": fetch}
+        rows = await self.session.execute(stmt, params)
         found = [(str(mid), float(rel)) for mid, ns, rel in rows if ns == token][:prefilter]
         best = max((rel for _, rel in found), default=0.0)
         return {mid: (rel / best if best > 0 else 0.0) for mid, rel in found}

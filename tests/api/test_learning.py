@@ -396,3 +396,18 @@ async def test_two_workers_learn_each_episode_once(app: FastAPI, client: httpx.A
         await client.get("/v1/reflections", params={"task_type": "pair", "limit": 100})
     ).json()
     assert len(reflections["items"]) == 40
+
+
+async def test_recall_of_a_type_is_not_crowded_out_by_other_types(
+    client: httpx.AsyncClient,
+) -> None:
+    for i in range(260):  # many close matches of another type (a task type's reflections)
+        body = {"type": "reflection", "content": f"fix ci task reflection number {i} fix ci"}
+        assert (await client.post("/v1/memories", json=body)).status_code == 201
+    skill = {"type": "skill", "content": "Skill for fix ci: run the linter, then the tests."}
+    sid = (await client.post("/v1/memories", json=skill)).json()["id"]
+    r = await client.post(
+        "/v1/recall",
+        json={"task": "fix ci task", "types": ["skill"], "token_budget": 400, "k": 1},
+    )
+    assert [m["memory_id"] for m in r.json()["selected"]] == [sid]
