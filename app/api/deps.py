@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.core.config import Settings
 from app.core.errors import InvalidInput
+from app.db.engine import transaction
 from app.services.auth import Authenticator, Principal, Role
 from app.services.episode_writer import EpisodeWriter
 from app.services.episodes import EpisodeService
@@ -59,18 +60,6 @@ async def get_settings_dep(state: StateDep) -> Settings:
 SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
 
 
-async def _session(factory: async_sessionmaker[AsyncSession]) -> AsyncIterator[AsyncSession]:
-    # Used with scope="function": the commit happens before the response is sent, so
-    # an acknowledged write is a committed one and a failed commit is an error reply.
-    async with factory() as session:
-        try:
-            yield session
-            await session.commit()
-        except BaseException:
-            await session.rollback()
-            raise
-
-
 def page_size(limit: int | None, settings: Settings) -> int:
     """The page size asked for (at most max_page_size, else 422) or the default."""
     limits = settings.limits
@@ -85,20 +74,20 @@ def check_window(since: datetime | None, until: datetime | None) -> None:
         raise InvalidInput("until: must be after since", field="until")
 
 
+# The session dependencies are used with scope="function": the commit happens before the
+# response is sent, so an acknowledged write is a committed one and a failed commit is an
+# error reply.
+
+
 async def get_session(state: StateDep) -> AsyncIterator[AsyncSession]:
     """For reads (SQLite: a deferred transaction that never blocks on writers)."""
-    async for session in _session(state.read_sessions):
+    async with transaction(state.read_sessions) as session:
         yield session
 
 
-@contextlib.asynccontextmanager
-async def write_session(state: AppState) -> AsyncIterator[AsyncSession]:
+def write_session(state: AppState) -> contextlib.AbstractAsyncContextManager[AsyncSession]:
     """A write transaction of its own, committed on success (for work done in several)."""
-    async with contextlib.AsyncExitStack() as stack:
-        if state.write_lock is not None:
-            await stack.enter_async_context(state.write_lock)
-        async for session in _session(state.write_sessions):
-            yield session
+    return transaction(state.write_sessions, lock=state.write_lock)
 
 
 async def get_write_session(state: StateDep) -> AsyncIterator[AsyncSession]:
@@ -108,13 +97,8 @@ async def get_write_session(state: StateDep) -> AsyncIterator[AsyncSession]:
     writer at a time anyway, and its busy handler makes the others sleep and retry with
     growing pauses, which under concurrency turns milliseconds into hundreds of them.
     """
-    if state.write_lock is None:
-        async for session in _session(state.write_sessions):
-            yield session
-        return
-    async with state.write_lock:
-        async for session in _session(state.write_sessions):
-            yield session
+    async with write_session(state) as session:
+        yield session
 
 
 SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]

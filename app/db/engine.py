@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +108,24 @@ def create_engine(settings: Settings) -> AsyncEngine:
     if factory is None:
         raise ValueError(f"unsupported database URL scheme {backend!r}")
     return factory(settings)
+
+
+@contextlib.asynccontextmanager
+async def transaction(
+    factory: async_sessionmaker[AsyncSession], *, lock: asyncio.Lock | None = None
+) -> AsyncIterator[AsyncSession]:
+    """A session whose transaction commits when the block ends and rolls back when it
+    raises; with `lock` (SQLite: the process's writers), held for the whole of it."""
+    async with contextlib.AsyncExitStack() as stack:
+        if lock is not None:
+            await stack.enter_async_context(lock)
+        session = await stack.enter_async_context(factory())
+        try:
+            yield session
+            await session.commit()
+        except BaseException:
+            await session.rollback()
+            raise
 
 
 def create_sessionmaker(

@@ -53,6 +53,23 @@ class LearningRepository:
             rows.extend((await self.session.execute(stmt)).all())
         return sorted(rows, key=lambda r: (r.completed_at, r.id))
 
+    async def episodes_of_task(self, namespace: str, task_id: str) -> list[Episode]:
+        """A task's episodes, oldest first (at most 1,000)."""
+        stmt = (
+            select(Episode)
+            .where(Episode.namespace == namespace, Episode.task_id == task_id)
+            .order_by(Episode.created_at, Episode.id)
+            .limit(1000)
+        )
+        return list(await self.session.scalars(stmt))
+
+    async def task_types(self, namespace: str) -> list[str]:
+        """The task types learning has counted episodes of."""
+        stmt = select(Pattern.task_type).where(
+            Pattern.namespace == namespace, Pattern.kind == "task"
+        )
+        return list((await self.session.scalars(stmt)).all())
+
     async def unlearned(
         self,
         namespace: str,

@@ -6,7 +6,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.config import Learning
@@ -34,13 +33,7 @@ async def target_episodes(
         return [episode]
     if data.task_id is None or data.recall_id is not None:
         return []
-    stmt = (
-        select(Episode)
-        .where(Episode.namespace == namespace, Episode.task_id == data.task_id)
-        .order_by(Episode.created_at, Episode.id)
-        .limit(1000)
-    )
-    return list(await session.scalars(stmt))
+    return await LearningRepository(session).episodes_of_task(namespace, data.task_id)
 
 
 def score(reward: Reward) -> EpisodeScore:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -225,13 +225,8 @@ class EpisodeWriter:
                     await self._sweep_chunk(cmd)
                 commands = []
 
-    @contextlib.asynccontextmanager
-    async def _turn(self) -> AsyncIterator[None]:
-        if self._lock is None:
-            yield
-        else:
-            async with self._lock:
-                yield
+    def _turn(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        return self._lock if self._lock is not None else contextlib.nullcontext()
 
     async def _apply(self, commands: list[_Command]) -> list[_Command]:
         """Apply a prefix of commands as one group commit; return those left for later."""

@@ -280,6 +280,8 @@ class LearningService:
         rewards = await self.repo.reward_scalars(namespace, list(learned))
         changed: list[EpisodeLearning] = []
         deltas: dict[str, tuple[int, float]] = {}
+        skill_ids = sorted({sid for record in learned.values() for sid in record.skill_ids})
+        skills = await self.repo.skills_for(namespace, skill_ids, lock=True)
         for eid, record in learned.items():
             row = rows.get(eid)
             if row is None:
@@ -292,7 +294,6 @@ class LearningService:
             for pid in record.pattern_ids:
                 s, r = deltas.get(pid, (0, 0.0))
                 deltas[pid] = (s + d_success, r + d_reward)
-            skills = await self.repo.skills_for(namespace, record.skill_ids, lock=True)
             for sid in record.skill_ids:
                 if sid in skills:
                     recredit_skill(skills[sid], eid, d_success=d_success, d_reward=d_reward)

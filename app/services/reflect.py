@@ -6,7 +6,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.config import Learning
@@ -74,7 +73,7 @@ async def run_pass(
     if task_type is not None:
         touched.add(task_type)
     elif not touched:
-        touched.update(await _task_types(session, namespace))
+        touched.update(await repo.task_types(namespace))
     changes = await EvolutionService(session, settings=settings).evolve(namespace, sorted(touched))
     patterns: list[PatternRead] = []
     for t in sorted(touched):
@@ -96,11 +95,6 @@ async def run_pass(
         skill_changes=[SkillChange(**c) for c in changes],
     )
     return result, remaining
-
-
-async def _task_types(session: AsyncSession, namespace: str) -> list[str]:
-    stmt = select(Pattern.task_type).where(Pattern.namespace == namespace, Pattern.kind == "task")
-    return list((await session.scalars(stmt)).all())
 
 
 def pattern_read(p: Pattern) -> PatternRead:

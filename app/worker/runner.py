@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.core.config import Learning
+from app.db.engine import transaction
 from app.models import Job
 from app.repositories.jobs import JobRepository
 from app.repositories.learning import LearningRepository
@@ -53,19 +54,9 @@ class Worker:
     def wake(self) -> None:
         self._wake.set()
 
-    @contextlib.asynccontextmanager
-    async def session(self) -> AsyncIterator[AsyncSession]:
+    def session(self) -> contextlib.AbstractAsyncContextManager[AsyncSession]:
         """A write session of its own, committed on success (and the SQLite write lock)."""
-        async with contextlib.AsyncExitStack() as stack:
-            if self.lock is not None:
-                await stack.enter_async_context(self.lock)
-            session = await stack.enter_async_context(self.sessions())
-            try:
-                yield session
-                await session.commit()
-            except BaseException:
-                await session.rollback()
-                raise
+        return transaction(self.sessions, lock=self.lock)
 
     @contextlib.asynccontextmanager
     async def reader(self) -> AsyncIterator[AsyncSession]:
