@@ -119,7 +119,8 @@ async def get_principal(request: Request) -> Principal:
     headers = request.headers
     token = _bearer(headers.get("authorization"), headers.get("x-api-key"))
     state: AppState = request.app.state.engram
-    return await state.auth.authenticate(token)
+    client = request.client.host if request.client is not None else ""
+    return await state.auth.authenticate(token, client=client)
 
 
 async def require_reader(request: Request) -> Principal:

@@ -36,6 +36,18 @@ class Limits(BaseModel):
     default_page_size: int = Field(default=50, ge=1)
 
 
+class RateLimit(BaseModel):
+    """Per-key request rates (token buckets); over them a request is a 429 with Retry-After."""
+
+    # Requests per second each API key may make on average (0 turns the limit off), and
+    # how many it may make at once. Open mode (no keys, loopback only) is not limited.
+    per_second: float = Field(default=100.0, ge=0)
+    burst: int = Field(default=200, ge=1)
+    # Requests with a wrong key, per client address: guessing keys gets slow quickly.
+    auth_failures_per_second: float = Field(default=1.0, ge=0)
+    auth_failures_burst: int = Field(default=20, ge=1)
+
+
 class Ingest(BaseModel):
     """Group commit of concurrent episode writes."""
 
@@ -109,6 +121,7 @@ class Settings(BaseSettings):
     log_level: str = "INFO"
     log_requests: bool = True
     limits: Limits = Limits()
+    rate_limit: RateLimit = RateLimit()
     ingest: Ingest = Ingest()
     recall: Recall = Recall()
     learning: Learning = Learning()

@@ -80,8 +80,11 @@ def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
         409: "Conflicts with the stored state",
         413: "Over a configured limit",
         422: "Invalid field",
+        429: "Over the key's request rate: retry after the Retry-After header's seconds",
         503: "A store is unavailable",
     }
+    if 401 in codes and 429 not in codes:
+        codes = (*codes, 429)  # every authenticated route is rate limited per key
     return {
         code: {"model": ErrorModel, "description": descriptions.get(code, "Error")}
         for code in codes

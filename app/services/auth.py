@@ -18,6 +18,7 @@ from app.core.errors import Forbidden, StartupRefused, Unauthorized
 from app.models import ApiKey
 from app.repositories.api_keys import ApiKeyRepository
 from app.services.ids import uuid7
+from app.services.ratelimit import RateLimiter
 
 log = logging.getLogger("engram.auth")
 KEY_PREFIX = "egk_"
@@ -84,6 +85,11 @@ class Authenticator:
         self._cache: dict[str, tuple[float, Principal | None]] = {}
         self._keys_exist: tuple[float, bool] | None = None
         self._open_here = settings.bound_to_loopback or not settings.protected_mode
+        rates = settings.rate_limit
+        self.rates = RateLimiter(per_second=rates.per_second, burst=rates.burst)
+        self.failures = RateLimiter(
+            per_second=rates.auth_failures_per_second, burst=rates.auth_failures_burst
+        )
 
     async def startup(self, *, warn: bool = True) -> None:
         """Store the bootstrap key if given; refuse to run open on a public address."""
@@ -133,9 +139,19 @@ class Authenticator:
         self._keys_exist = (now, exist)
         return exist
 
-    async def authenticate(self, token: str | None) -> Principal:
+    async def authenticate(self, token: str | None, *, client: str = "") -> Principal:
+        """The caller's principal; 401 without a valid key, 429 over the key's rate."""
         if token:
-            return await self._lookup(token)
+            try:
+                principal = await self._lookup(token)
+            except Unauthorized:
+                # Past a burst of wrong keys from one address, the answer is 429 with the
+                # time to wait: well-behaved clients back off, and the log shows it.
+                self.failures.check(client, "failed authentications from this address")
+                raise
+            assert principal.key_id is not None
+            self.rates.check(principal.key_id, "this API key")
+            return principal
         if self.settings.auth_mode is not AuthMode.KEYS and self._open_allowed_here():
             if self._runs_open(await self._any_keys()):
                 return Principal(DEFAULT_NAMESPACE, Role.ADMIN, None)
