@@ -120,6 +120,11 @@ class Settings(BaseSettings):
     auth_cache_ttl_s: float = Field(default=5.0, ge=0)
     log_level: str = "INFO"
     log_requests: bool = True
+    # /metrics: request metrics are collected unless disabled; the endpoint answers an
+    # admin key (or anyone where the API runs open), or this token when it is set.
+    metrics_enabled: bool = True
+    metrics_token: SecretStr | None = None
+    metrics_cache_s: float = Field(default=5.0, ge=0)
     limits: Limits = Limits()
     rate_limit: RateLimit = RateLimit()
     ingest: Ingest = Ingest()
