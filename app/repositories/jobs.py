@@ -133,6 +133,15 @@ class JobRepository:
             job.run_after = now + timedelta(seconds=retry_base_s * 2 ** (job.attempts - 1))
         await self.session.flush()
 
+    async def depth(self) -> list[tuple[str, str, int]]:
+        """Jobs not done, counted by status and kind over all namespaces (one grouped scan)."""
+        query = (
+            select(Job.status, Job.kind, func.count())
+            .where(Job.status.in_((*WAITING, "running", "dead")))
+            .group_by(Job.status, Job.kind)
+        )
+        return [(status, kind, count) for status, kind, count in await self.session.execute(query)]
+
     async def get(self, namespace: str, job_id: str) -> Job | None:
         return await self.session.get(Job, (namespace, job_id))
 
