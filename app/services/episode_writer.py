@@ -16,10 +16,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
@@ -46,6 +46,8 @@ from app.storage.blobs import (
 log = logging.getLogger("engram.writer")
 GATHER_IDLE_ROUNDS = 10
 GATHER_MAX_ROUNDS = 64
+
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -171,6 +173,11 @@ class EpisodeWriter:
             if after is None:
                 return removed
 
+    async def exclusive(self, fn: Callable[[], Awaitable[T]]) -> T:
+        """Run fn between two batches: no payload or episode write happens while it runs."""
+        result: T = await self._submit("exclusive", ("", ""), fn)
+        return result
+
     # -- the loop --------------------------------------------------------------
 
     async def _run(self) -> None:
@@ -215,14 +222,14 @@ class EpisodeWriter:
 
     async def _process(self, commands: list[_Command]) -> None:
         while commands:
-            sweeps = [c for c in commands if c.kind == "sweep"]
-            writes = [c for c in commands if c.kind != "sweep"]
+            sweeps = [c for c in commands if c.kind in OUTSIDE_BATCHES]
+            writes = [c for c in commands if c.kind not in OUTSIDE_BATCHES]
             if writes:
                 rest = await self._apply(writes)
                 commands = rest + sweeps
             else:
                 for cmd in sweeps:
-                    await self._sweep_chunk(cmd)
+                    await (self._sweep_chunk(cmd) if cmd.kind == "sweep" else _run_alone(cmd))
                 commands = []
 
     def _turn(self) -> contextlib.AbstractAsyncContextManager[Any]:
@@ -485,6 +492,15 @@ _DECIDE: dict[str, Callable[[EpisodeWriter, _Batch, _Command], None]] = {
     "transition": EpisodeWriter._decide_transition,
 }
 EPISODE_KINDS = {"create", "append", "complete", "delete"}
+# Commands that run on their own, after the write batches queued with them.
+OUTSIDE_BATCHES = {"sweep", "exclusive"}
+
+
+async def _run_alone(cmd: _Command) -> None:
+    try:
+        cmd.future.set_result(await cmd.data())
+    except Exception as exc:
+        cmd.future.set_exception(exc)
 
 
 def _completed(batch: _Batch) -> list[Key]:

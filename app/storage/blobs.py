@@ -15,6 +15,16 @@ class BlobStoreError(Exception):
     """The blob store cannot serve the call (closed, unwritable, full, corrupt)."""
 
 
+class BlobSnapshot(Protocol):
+    """A point-in-time view of every key; its calls block (run them in a thread)."""
+
+    def read(self, max_bytes: int) -> list[tuple[bytes, bytes]]:
+        """The next pairs in key order, about max_bytes of them; empty at the end."""
+        ...
+
+    def close(self) -> None: ...
+
+
 class BlobStore(Protocol):
     async def write(self, puts: Mapping[bytes, bytes], deletes: Iterable[bytes] = ()) -> None:
         """Apply puts and deletes atomically, synced to disk before returning."""
@@ -33,6 +43,10 @@ class BlobStore(Protocol):
     async def delete_prefix(self, prefix: bytes) -> int: ...
 
     async def ping(self) -> None: ...
+
+    def snapshot(self) -> BlobSnapshot:
+        """A consistent view of the store as it is now (cheap; does not block writers)."""
+        ...
 
     def close(self) -> None: ...
 

@@ -10,6 +10,7 @@ from typing import TypeVar
 import plyvel
 
 from app.storage.blobs import BlobStoreError
+from app.storage.snapshot import LevelDBSnapshot
 
 T = TypeVar("T")
 
@@ -95,6 +96,9 @@ class LevelDBBlobStore:
 
     async def ping(self) -> None:
         await self._run(lambda: self._require().get(b"\x00ping"))
+
+    def snapshot(self) -> LevelDBSnapshot:
+        return LevelDBSnapshot(self._require())
 
     def close(self) -> None:
         if self._db is not None and not self._db.closed:
