@@ -44,15 +44,25 @@ def build_request(
     return ("\r\n".join(lines) + "\r\n\r\n").encode() + (body or b"")
 
 
-async def _read_response(reader: asyncio.StreamReader) -> tuple[int, bytes]:
+async def read_response(reader: asyncio.StreamReader) -> tuple[int, bytes]:
+    """One response's status and body (Content-Length or chunked, as a stream sends it)."""
     head = await reader.readuntil(b"\r\n\r\n")
     status = int(head[9:12])
     length = 0
+    chunked = False
     for line in head.split(b"\r\n")[1:]:
         if line[:15].lower() == b"content-length:":
             length = int(line[15:].strip())
-    body = await reader.readexactly(length) if length else b""
-    return status, body
+        elif line.lower() == b"transfer-encoding: chunked":
+            chunked = True
+    if not chunked:
+        return status, await reader.readexactly(length) if length else b""
+    parts = []
+    while size := int((await reader.readuntil(b"\r\n")).split(b";")[0], 16):
+        parts.append(await reader.readexactly(size))
+        await reader.readexactly(2)
+    await reader.readuntil(b"\r\n")  # the empty trailer section
+    return status, b"".join(parts)
 
 
 async def run(
@@ -84,7 +94,7 @@ async def run(
                 started = time.perf_counter()
                 writer.write(request)
                 try:
-                    status, body = await _read_response(reader)
+                    status, body = await read_response(reader)
                 except (asyncio.IncompleteReadError, ConnectionError):
                     result.errors += 1
                     return
