@@ -12,6 +12,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.api.metrics import count_store_error
 from app.core.errors import AppError
 from app.db.errors import is_store_outage
 from app.storage.blobs import BlobStoreError
@@ -90,13 +91,15 @@ async def _http_error(_: Request, exc: Exception) -> JSONResponse:
     return _json(exc.status_code, body, dict(exc.headers) if exc.headers else None)
 
 
-async def _unhandled(_: Request, exc: Exception) -> JSONResponse:
+async def _unhandled(request: Request, exc: Exception) -> JSONResponse:
     if isinstance(exc, BlobStoreError):
+        count_store_error(request, "leveldb")
         return _json(
             503, {"error": "StoreUnavailable", "detail": f"payload store unavailable: {exc}"}
         )
     if is_store_outage(exc):
         log.warning("database unavailable", extra={"exc_type": type(exc).__name__})
+        count_store_error(request, "sql")
         return _json(
             503,
             {"error": "StoreUnavailable", "detail": f"database unavailable: {type(exc).__name__}"},

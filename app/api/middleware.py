@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import time
 import uuid
 from typing import Any
@@ -12,8 +13,13 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.core.logging import request_id_var
+from app.core.metrics import UNMATCHED, Metrics
 
 log = logging.getLogger("engram.access")
+errors_log = logging.getLogger("engram.errors")
+# An incoming X-Request-Id is echoed and logged only if it is short and plain; any other
+# value (control characters, quotes, kilobytes) is replaced by an id of our own.
+REQUEST_ID = re.compile(rb"[A-Za-z0-9._:\-]{1,128}")
 
 SECURITY_HEADERS = [
     (b"x-content-type-options", b"nosniff"),
@@ -57,12 +63,19 @@ class Load:
 
 class EngramMiddleware:
     def __init__(
-        self, app: ASGIApp, *, max_body_bytes: int, log_requests: bool, load: Load | None = None
+        self,
+        app: ASGIApp,
+        *,
+        max_body_bytes: int,
+        log_requests: bool,
+        load: Load | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.log_requests = log_requests
         self.load = load or Load()
+        self.metrics = metrics
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -73,7 +86,7 @@ class EngramMiddleware:
         length = None
         for name, value in scope["headers"]:
             if name == b"x-request-id":
-                rid = value.decode("latin-1")[:128]
+                rid = value.decode("ascii") if REQUEST_ID.fullmatch(value) else None
             elif name == b"content-length":
                 length = value
         rid = rid or uuid.uuid4().hex
@@ -86,7 +99,7 @@ class EngramMiddleware:
             if message["type"] == "http.response.start":
                 status = message["status"]
                 headers = list(message.get("headers", []))
-                headers.append((b"x-request-id", rid.encode("latin-1")))
+                headers.append((b"x-request-id", rid.encode("ascii")))
                 headers.extend(SECURITY_HEADERS)
                 message = {**message, "headers": headers}
             await send(message)
@@ -105,6 +118,9 @@ class EngramMiddleware:
         write = scope["method"] not in ("GET", "HEAD")
         if write:
             self.load.writes_in_flight += 1
+        metrics = self.metrics
+        if metrics is not None:
+            metrics.in_flight.inc()
         try:
             if length is not None and length.isdigit() and int(length) > limit:
                 await self._too_large(send_wrapper, limit)
@@ -114,17 +130,32 @@ class EngramMiddleware:
                 except BodyTooLarge:
                     if status == 0:
                         await self._too_large(send_wrapper, limit)
+                except Exception:
+                    if status != 0:
+                        raise  # the answer has begun; the server closes the connection
+                    # Answered here, inside the request's context, so the log line and the
+                    # reply carry its id (Starlette's outer handler would see neither).
+                    errors_log.exception("unhandled error")
+                    start, body = _error(500, "InternalError", "internal error")
+                    await send_wrapper(start)
+                    await send_wrapper({"type": "http.response.body", "body": body})
         finally:
             if write:
                 self.load.writes_in_flight -= 1
+            seconds = time.perf_counter() - started
+            route = getattr(scope.get("route"), "path", None) or UNMATCHED
+            if metrics is not None:
+                metrics.in_flight.dec()
+                metrics.observe_request(scope["method"], route, status, seconds)
             if self.log_requests:
                 log.info(
                     "request",
                     extra={
                         "method": scope["method"],
                         "path": scope["path"],
+                        "route": route,
                         "status": status,
-                        "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+                        "duration_ms": round(seconds * 1000, 2),
                     },
                 )
             request_id_var.reset(token)

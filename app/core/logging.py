@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from contextvars import ContextVar
 from datetime import UTC, datetime
@@ -11,6 +12,10 @@ from typing import Any
 import orjson
 
 request_id_var: ContextVar[str | None] = ContextVar("request_id", default=None)
+# Set by the episode writer while it serves a batch: the ids of the batch's requests.
+batch_request_ids_var: ContextVar[list[str] | None] = ContextVar("request_ids", default=None)
+# API keys' shape: should one reach a message or a traceback, it is masked before writing.
+_API_KEY = re.compile(r"egk_[A-Za-z0-9_\-]{4,}")
 
 _STANDARD = set(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {
     "message",
@@ -30,12 +35,16 @@ class JsonFormatter(logging.Formatter):
         rid = request_id_var.get()
         if rid is not None:
             doc["request_id"] = rid
+        ids = batch_request_ids_var.get()
+        if ids:
+            doc["request_ids"] = ids
         for key, value in record.__dict__.items():
             if key not in _STANDARD and not key.startswith("_"):
                 doc[key] = value
         if record.exc_info:
             doc["exc"] = self.formatException(record.exc_info)
-        return orjson.dumps(doc, default=str).decode()
+        line = orjson.dumps(doc, default=str).decode()
+        return _API_KEY.sub("egk_[redacted]", line) if "egk_" in line else line
 
 
 def configure_logging(level: str = "INFO") -> None:

@@ -25,6 +25,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.core.errors import AppError, Conflict, NotFound, PayloadTooLarge, StoreUnavailable
+from app.core.logging import batch_request_ids_var, request_id_var
+from app.core.metrics import Metrics
 from app.db.engine import create_sessionmaker
 from app.db.errors import is_store_outage
 from app.repositories.episodes import EpisodeRepository, Key
@@ -62,6 +64,7 @@ class _Command:
     key: Key
     data: Any
     future: asyncio.Future[Any]
+    request_id: str | None = None
 
 
 @dataclass
@@ -92,8 +95,10 @@ class EpisodeWriter:
         max_attempts: int = 5,
         on_completed: Callable[[], None] | None = None,
         lock: asyncio.Lock | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self._engine = engine
+        self._metrics = metrics
         # SQLite: the process's writers (requests, the worker, this writer) take turns on
         # one asyncio lock instead of meeting in SQLite's busy handler, which sleeps.
         self._lock = lock
@@ -131,7 +136,7 @@ class EpisodeWriter:
         if self._task is None or self._task.done() or self._queue is None:
             raise StoreUnavailable("episode writer is not running")
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        await self._queue.put(_Command(kind, key, data, future))
+        await self._queue.put(_Command(kind, key, data, future, request_id_var.get()))
         # Shielded: a client that disconnects does not cancel a write in progress.
         return await asyncio.shield(future)
 
@@ -159,6 +164,9 @@ class EpisodeWriter:
         """Record a recall decision in the next group commit (answered once committed)."""
         key = (row["namespace"], row["id"])
         await self._submit("transition", key, {"row": row, "selected": selected})
+        if self._metrics is not None:
+            candidates = row["state"]["request"]["n_candidates"]
+            self._metrics.observe_recall(candidates=candidates, selected=len(selected))
 
     async def delete(self, key: Key) -> None:
         await self._submit("delete", key, None)
@@ -196,13 +204,18 @@ class EpisodeWriter:
                     stopping = True
                     break
                 commands.append(nxt)
+            # The writer's log lines name the requests of the batch they concern.
+            ids = batch_request_ids_var.set([c.request_id for c in commands if c.request_id])
             try:
                 await self._process(commands)
             except Exception as exc:  # never let the writer die; fail the batch instead
                 log.exception("episode writer batch failed")
+                self._count_store_error(exc)
                 for cmd in commands:
                     if not cmd.future.done():
                         cmd.future.set_exception(_as_app_error(exc))
+            finally:
+                batch_request_ids_var.reset(ids)
 
     async def _gather(self, queue: asyncio.Queue[_Command | None]) -> None:
         """Let requests already in the event loop reach the queue before a batch starts.
@@ -231,6 +244,19 @@ class EpisodeWriter:
                 for cmd in sweeps:
                     await (self._sweep_chunk(cmd) if cmd.kind == "sweep" else _run_alone(cmd))
                 commands = []
+
+    @property
+    def queue_depth(self) -> int:
+        """Commands waiting for the writer."""
+        return self._queue.qsize() if self._queue is not None else 0
+
+    def _count_store_error(self, exc: Exception) -> None:
+        if self._metrics is None:
+            return
+        if isinstance(exc, BlobStoreError):
+            self._metrics.store_error("leveldb")
+        elif is_store_outage(exc):
+            self._metrics.store_error("sql")
 
     def _turn(self) -> contextlib.AbstractAsyncContextManager[Any]:
         return self._lock if self._lock is not None else contextlib.nullcontext()
@@ -271,15 +297,19 @@ class EpisodeWriter:
                 return None
             except BlobStoreError as exc:
                 await session.rollback()
+                self._count_store_error(exc)
                 _fail(commands, StoreUnavailable(f"payload store unavailable: {exc}"))
                 return []
             except Exception as exc:
                 await session.rollback()
+                self._count_store_error(exc)
                 _fail(commands, _as_app_error(exc))
                 return []
         _settle(batch.results)
         self.batches += 1
         self.commands += done
+        if self._metrics is not None:
+            self._metrics.ingest_batch.observe(done)
         return commands[done:]
 
     async def _load(self, session: AsyncSession, commands: list[_Command], batch: _Batch) -> None:

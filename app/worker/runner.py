@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.core.config import Learning
+from app.core.metrics import Metrics
 from app.db.engine import transaction
 from app.models import Job
 from app.repositories.jobs import JobRepository
@@ -40,8 +41,10 @@ class Worker:
         read_sessions: async_sessionmaker[AsyncSession] | None = None,
         pressure: Callable[[], bool] | None = None,
         batch_size: int | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.sessions = sessions
+        self.metrics = metrics
         self.batch_size = batch_size or settings.batch_size
         self.pressure = pressure or (lambda: False)
         self.read_sessions = read_sessions or sessions
@@ -129,6 +132,8 @@ class Worker:
                     now=datetime.now(UTC),
                     retry_base_s=self.settings.retry_base_s,
                 )
+        if job is not None and self.metrics is not None:
+            self.metrics.job_failed(job.kind, dead=job.status == "dead")
 
     async def periodic_pass(self) -> int:
         """Queue a learning pass for each namespace with completed episodes not learned yet
