@@ -1,4 +1,4 @@
-"""The `engram` command: serve, migrate, keys."""
+"""The `engram` command: serve, migrate, worker, keys, backup, restore."""
 
 from __future__ import annotations
 
@@ -160,7 +160,7 @@ def _with_session(fn: Callable[[AsyncSession], Awaitable[T]]) -> T:
 @keys_cli.command("create")
 def keys_create(
     namespace: Annotated[str, typer.Option(help="Namespace the key is scoped to")],
-    role: Annotated[str, typer.Option(help="agent, reader or admin")] = "agent",
+    role: Annotated[str, typer.Option(help="reader, agent, admin or operator")] = "agent",
     name: Annotated[str | None, typer.Option(help="A label for the key")] = None,
 ) -> None:
     """Create a key and print it once; only its hash is stored."""
@@ -175,11 +175,25 @@ def keys_create(
     try:
         role_value = Role(role)
     except ValueError:
-        typer.echo("role: one of agent, reader, admin", err=True)
+        typer.echo("role: one of reader, agent, admin, operator", err=True)
         raise typer.Exit(2) from None
 
     async def _create(session: AsyncSession) -> tuple[ApiKey, str]:
-        return await create_key(session, namespace=namespace, role=role_value, name=name)
+        from app.services import audit
+
+        record, plaintext = await create_key(
+            session, namespace=namespace, role=role_value, name=name
+        )
+        await audit.record(
+            session,
+            action="key.create",
+            namespace=namespace,
+            actor=None,
+            target=record.id,
+            role=role_value.value,
+            name=name,
+        )
+        return record, plaintext
 
     record, plaintext = _with_session(_create)
     typer.echo(f"id:        {record.id}", err=True)
@@ -216,12 +230,31 @@ def keys_revoke(
     from app.repositories.api_keys import ApiKeyRepository
 
     async def _revoke(session: AsyncSession) -> bool:
-        return await ApiKeyRepository(session).revoke(key_id, now=datetime.now(UTC))
+        from app.services import audit
+
+        repo = ApiKeyRepository(session)
+        record = await repo.get(key_id)
+        if record is None or not await repo.revoke(key_id, now=datetime.now(UTC)):
+            return False
+        await audit.record(
+            session, action="key.revoke", namespace=record.namespace, actor=None, target=key_id
+        )
+        return True
 
     if not _with_session(_revoke):
         typer.echo(f"no active key {key_id}", err=True)
         raise typer.Exit(1)
     typer.echo("revoked")
+
+
+def _backup_commands() -> None:
+    from app.backup_cli import backup_command, restore_command
+
+    cli.command("backup")(backup_command)
+    cli.command("restore")(restore_command)
+
+
+_backup_commands()
 
 
 def main() -> None:

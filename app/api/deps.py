@@ -18,8 +18,9 @@ from fastapi import Depends, Request
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.core.config import Settings
-from app.core.errors import InvalidInput
+from app.core.errors import Forbidden, InvalidInput
 from app.db.engine import transaction
+from app.services import audit
 from app.services.auth import Authenticator, Principal, Role
 from app.services.episode_writer import EpisodeWriter
 from app.services.episodes import EpisodeService
@@ -105,6 +106,10 @@ SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]
 WriteSessionDep = Annotated[AsyncSession, Depends(get_write_session, scope="function")]
 
 
+def client_address(request: Request) -> str:
+    return request.client.host if request.client is not None else ""
+
+
 def _bearer(authorization: str | None, x_api_key: str | None) -> str | None:
     if authorization:
         scheme, _, token = authorization.partition(" ")
@@ -119,22 +124,52 @@ async def get_principal(request: Request) -> Principal:
     headers = request.headers
     token = _bearer(headers.get("authorization"), headers.get("x-api-key"))
     state: AppState = request.app.state.engram
-    client = request.client.host if request.client is not None else ""
-    return await state.auth.authenticate(token, client=client)
+    return await state.auth.authenticate(token, client=client_address(request))
 
 
 async def require_reader(request: Request) -> Principal:
     return await get_principal(request)
 
 
-async def require_agent(request: Request) -> Principal:
+async def _require(request: Request, role: Role) -> Principal:
     principal = await get_principal(request)
-    principal.require(Role.AGENT)
+    try:
+        principal.require(role)
+    except Forbidden as exc:
+        # Denials go to the audit log in a transaction of their own: the request
+        # fails, its record of the attempt stays.
+        state: AppState = request.app.state.engram
+        async with write_session(state) as session:
+            await audit.record(
+                session,
+                action="request.denied",
+                namespace=principal.namespace,
+                actor=principal,
+                target=f"{request.method} {request.url.path}"[:256],
+                outcome="denied",
+                client=client_address(request),
+                reason=exc.message,
+            )
+        raise
     return principal
+
+
+async def require_agent(request: Request) -> Principal:
+    return await _require(request, Role.AGENT)
+
+
+async def require_admin(request: Request) -> Principal:
+    return await _require(request, Role.ADMIN)
+
+
+async def require_operator(request: Request) -> Principal:
+    return await _require(request, Role.OPERATOR)
 
 
 ReaderDep = Annotated[Principal, Depends(require_reader)]
 AgentDep = Annotated[Principal, Depends(require_agent)]
+AdminDep = Annotated[Principal, Depends(require_admin)]
+OperatorDep = Annotated[Principal, Depends(require_operator)]
 
 
 async def get_episode_service(request: Request) -> EpisodeService:

@@ -1,4 +1,5 @@
 from app.models.api_key import ApiKey
+from app.models.audit import AuditEvent
 from app.models.base import Base
 from app.models.episode import Episode
 from app.models.learning import EpisodeLearning, Job, Pattern, Skill, SkillEvent
@@ -7,6 +8,7 @@ from app.models.rl import Reward, Transition
 
 __all__ = [
     "ApiKey",
+    "AuditEvent",
     "Base",
     "Episode",
     "EpisodeLearning",

@@ -26,12 +26,15 @@ DEFAULT_NAMESPACE = "default"
 
 
 class Role(StrEnum):
+    # reader: reads its namespace; agent: also writes it; admin: also manages its keys and
+    # reads its audit log; operator: the whole service (keys of every namespace, backups).
     READER = "reader"
     AGENT = "agent"
     ADMIN = "admin"
+    OPERATOR = "operator"
 
 
-_RANK = {Role.READER: 0, Role.AGENT: 1, Role.ADMIN: 2}
+_RANK = {Role.READER: 0, Role.AGENT: 1, Role.ADMIN: 2, Role.OPERATOR: 3}
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +42,13 @@ class Principal:
     namespace: str
     role: Role
     key_id: str | None  # None in open mode
+
+    def at_least(self, role: Role) -> bool:
+        return _RANK[self.role] >= _RANK[role]
+
+    @property
+    def actor(self) -> str:
+        return f"key:{self.key_id}" if self.key_id else "open"
 
     def require(self, role: Role) -> None:
         if _RANK[self.role] < _RANK[role]:
@@ -101,11 +111,11 @@ class Authenticator:
                     await create_key(
                         session,
                         namespace=DEFAULT_NAMESPACE,
-                        role=Role.ADMIN,
+                        role=Role.OPERATOR,
                         name="bootstrap",
                         key=key,
                     )
-                    log.info("stored the bootstrap key as an admin key of namespace default")
+                    log.info("stored the bootstrap key as an operator key (namespace default)")
             active = await repo.count_active()
             await session.commit()
         self._keys_exist = (time.monotonic(), active > 0)
@@ -154,8 +164,15 @@ class Authenticator:
             return principal
         if self.settings.auth_mode is not AuthMode.KEYS and self._open_allowed_here():
             if self._runs_open(await self._any_keys()):
-                return Principal(DEFAULT_NAMESPACE, Role.ADMIN, None)
+                # Open mode trusts every caller (loopback only, unless protected mode
+                # is off): the command line on this machine could do all of it anyway.
+                return Principal(DEFAULT_NAMESPACE, Role.OPERATOR, None)
         raise Unauthorized("an API key is required: send `Authorization: Bearer <key>`")
+
+    def forget(self) -> None:
+        """Drop cached lookups, so that a key revoked here stops working at once."""
+        self._cache.clear()
+        self._keys_exist = None
 
     async def _lookup(self, token: str) -> Principal:
         digest = hash_key(token)

@@ -1,0 +1,90 @@
+"""Key management and the audit log (admin role: its namespace; operator: the service)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request, status
+
+from app.api.deps import (
+    AdminDep,
+    SessionDep,
+    SettingsDep,
+    StateDep,
+    WriteSessionDep,
+    client_address,
+    page_size,
+    write_session,
+)
+from app.core.errors import error_responses
+from app.schemas.admin import AuditPage, KeyCreate, KeyCreated, KeyPage, KeyRead
+from app.schemas.common import stored_ident
+from app.services import audit
+from app.services.auth import Role
+from app.services.keys import KeyService
+
+router = APIRouter(prefix="/v1", tags=["admin"])
+Limit = Annotated[int | None, Query(ge=1)]
+
+
+@router.post(
+    "/keys",
+    response_model=KeyCreated,
+    status_code=status.HTTP_201_CREATED,
+    responses=error_responses(401, 403, 422, 503),
+)
+async def create_key(
+    body: KeyCreate, principal: AdminDep, session: WriteSessionDep, request: Request
+) -> KeyCreated:
+    """Create an API key; the key is in this answer only."""
+    created = await KeyService(session, client=client_address(request)).create(principal, body)
+    return created
+
+
+@router.get("/keys", response_model=KeyPage, responses=error_responses(401, 403, 422, 503))
+async def list_keys(
+    principal: AdminDep,
+    session: SessionDep,
+    settings: SettingsDep,
+    namespace: str | None = None,
+    cursor: str | None = None,
+    limit: Limit = None,
+) -> KeyPage:
+    """Keys, newest first (never the keys themselves); operators may name any namespace."""
+    return await KeyService(session).list(
+        principal, namespace=namespace, cursor=cursor, limit=page_size(limit, settings)
+    )
+
+
+@router.post(
+    "/keys/{key_id}/revoke", response_model=KeyRead, responses=error_responses(401, 403, 404, 503)
+)
+async def revoke_key(
+    key_id: str, principal: AdminDep, state: StateDep, request: Request
+) -> KeyRead:
+    """Revoke a key: it stops working at once on this server (other servers: within
+    their key cache's lifetime, ENGRAM_AUTH_CACHE_TTL_S)."""
+    key_id = stored_ident(key_id, what="key")
+    async with write_session(state) as session:
+        service = KeyService(session, client=client_address(request))
+        revoked = await service.revoke(principal, key_id)
+    state.auth.forget()  # after the commit, so that no lookup caches the key again
+    return revoked
+
+
+@router.get("/audit", response_model=AuditPage, responses=error_responses(401, 403, 422, 503))
+async def list_audit(
+    principal: AdminDep,
+    session: SessionDep,
+    settings: SettingsDep,
+    action: str | None = None,
+    namespace: str | None = None,
+    cursor: str | None = None,
+    limit: Limit = None,
+) -> AuditPage:
+    """Audit events, newest first: an admin sees its namespace's, an operator every one."""
+    if not principal.at_least(Role.OPERATOR):
+        namespace = principal.namespace
+    return await audit.page(
+        session, namespace=namespace, action=action, cursor=cursor, limit=page_size(limit, settings)
+    )
