@@ -13,10 +13,13 @@ from fastapi import FastAPI
 
 from app.api.deps import AppState
 from app.api.errors import install_error_handlers
+from app.api.metrics import JobDepth
+from app.api.metrics import router as metrics_router
 from app.api.middleware import EngramMiddleware, Load
 from app.api.openapi import install_openapi
 from app.api.routes import admin, episodes, health, learning, memories, recall, rl
 from app.core.config import Settings, get_settings
+from app.core.metrics import Metrics
 from app.db.engine import create_engine, create_sessionmaker
 from app.db.migrate import migrate
 from app.services.auth import Authenticator
@@ -44,6 +47,7 @@ async def _sweep_loop(writer: EpisodeWriter, interval_s: float) -> None:
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     load = Load()
+    metrics = Metrics() if settings.metrics_enabled else None
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -66,6 +70,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     read_sessions=read_sessions,
                     pressure=load.busy,
                     batch_size=settings.learning.api_batch_size,
+                    metrics=metrics,
                 )
                 if settings.learning.worker
                 else None
@@ -79,7 +84,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 max_attempts=settings.learning.max_attempts,
                 on_completed=worker.wake if worker is not None else None,
                 lock=write_lock,
+                metrics=metrics,
             )
+            if metrics is not None:
+                metrics.ingest_queue.set_function(lambda: writer.queue_depth)
             writer.start()
             app.state.engram = AppState(
                 settings=settings,
@@ -139,7 +147,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         max_body_bytes=settings.limits.max_body_bytes,
         log_requests=settings.log_requests,
         load=load,
+        metrics=metrics,
     )
+    app.state.metrics = metrics
+    if metrics is not None:
+        app.state.job_depth = JobDepth(metrics, ttl_s=settings.metrics_cache_s)
+        app.include_router(metrics_router)
     app.include_router(health.router)
     app.include_router(episodes.router)
     app.include_router(memories.router)
