@@ -17,7 +17,7 @@ from app.api.metrics import JobDepth
 from app.api.metrics import router as metrics_router
 from app.api.middleware import EngramMiddleware, Load
 from app.api.openapi import install_openapi
-from app.api.routes import admin, episodes, health, learning, memories, recall, rl
+from app.api.routes import admin, backup, episodes, health, learning, memories, recall, rl
 from app.core.config import Settings, get_settings
 from app.core.metrics import Metrics
 from app.db.engine import create_engine, create_sessionmaker
@@ -160,4 +160,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(rl.router)
     app.include_router(learning.router)
     app.include_router(admin.router)
+    app.include_router(backup.router)
     return app

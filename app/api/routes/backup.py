@@ -1,0 +1,37 @@
+"""The backup download: a consistent archive of every table and payload."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi.responses import StreamingResponse
+
+from app.api.deps import OperatorDep, StateDep
+from app.core.errors import error_responses
+from app.services import backup
+
+router = APIRouter(prefix="/v1/admin", tags=["admin"])
+
+
+@router.get(
+    "/backup",
+    responses={
+        **error_responses(401, 403, 503),
+        200: {
+            "description": "A gzip-compressed tar, streamed (restore it with `engram restore`)",
+            "content": {"application/gzip": {}},
+        },
+    },
+)
+async def download_backup(principal: OperatorDep, state: StateDep) -> StreamingResponse:
+    """Every namespace's tables and payloads as of one moment (operator keys only)."""
+    snapshot = await backup.open_snapshot(
+        state.engine, state.blobs.snapshot, exclusive=state.writer.exclusive
+    )
+    stamp = snapshot.created_at.strftime("%Y%m%dT%H%M%SZ")
+    headers = {
+        "Content-Disposition": f'attachment; filename="engram-backup-{stamp}.tar.gz"',
+        "X-Engram-Rows": str(snapshot.rows),
+    }
+    return StreamingResponse(
+        backup.archive(snapshot), media_type="application/gzip", headers=headers
+    )
