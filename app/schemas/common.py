@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 from typing import Annotated
 
-from pydantic import Field, StringConstraints
+from pydantic import AfterValidator, AwareDatetime, Field, StringConstraints
 
 from app.core.errors import NotFound
 
@@ -16,6 +17,23 @@ NAMESPACE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 NAME_MAX = 256
 Name = Annotated[str, StringConstraints(min_length=1)]
 NonNegative = Annotated[float, Field(ge=0)]
+# A step's latency and tokens are bounded so that an episode's totals stay finite and fit
+# a 64-bit column (1,000 steps of a year each; 10^12 tokens each).
+MAX_LATENCY_MS = 365 * 86_400_000.0
+MAX_TOKENS = 10**12
+
+
+def _in_utc(value: datetime) -> datetime:
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        # 0001-01-01T00:00+05:00 or 9999-12-31T23:59-05:00: valid ISO 8601, but not a
+        # time any store can hold once it is in UTC.
+        raise ValueError("out of range once converted to UTC") from None
+
+
+# Every timestamp the API takes: timezone-aware, stored and compared in UTC.
+Timestamp = Annotated[AwareDatetime, AfterValidator(_in_utc)]
 
 
 _IDENT = re.compile(IDENT_PATTERN)

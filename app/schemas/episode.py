@@ -6,9 +6,9 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from app.schemas.common import Ident, Name
+from app.schemas.common import MAX_LATENCY_MS, MAX_TOKENS, Ident, Name, Timestamp
 
 
 class StepStatus(StrEnum):
@@ -43,9 +43,9 @@ class StepCreate(Strict):
     output: Any = None
     status: StepStatus = StepStatus.OK
     error: str | None = None
-    latency_ms: float | None = Field(default=None, ge=0)
-    tokens: int | None = Field(default=None, ge=0)
-    started_at: AwareDatetime | None = None
+    latency_ms: float | None = Field(default=None, ge=0, le=MAX_LATENCY_MS)
+    tokens: int | None = Field(default=None, ge=0, le=MAX_TOKENS)
+    started_at: Timestamp | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -75,8 +75,8 @@ class EpisodeCreate(Strict):
     verdict: str | None = None
     progress: float | None = Field(default=None, ge=0, le=1, description="Fraction completed")
     skills_applied: list[Name] = Field(default_factory=list, max_length=64)
-    started_at: AwareDatetime | None = None
-    ended_at: AwareDatetime | None = None
+    started_at: Timestamp | None = None
+    ended_at: Timestamp | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="after")
@@ -104,7 +104,7 @@ class EpisodeComplete(Strict):
     outcome: Outcome
     verdict: str | None = None
     progress: float | None = Field(default=None, ge=0, le=1)
-    ended_at: AwareDatetime | None = None
+    ended_at: Timestamp | None = None
 
 
 class StepRead(BaseModel):

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from app.schemas.common import Name
+from app.schemas.common import Name, Timestamp
 
 JobKind = Literal["episode.learn", "reward.credit", "skills.evolve", "reflect.pass"]
 JobStatus = Literal["queued", "running", "done", "failed", "dead"]
@@ -46,8 +46,8 @@ class JobPage(BaseModel):
 class ReflectRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    since: AwareDatetime | None = None
-    until: AwareDatetime | None = None
+    since: Timestamp | None = None
+    until: Timestamp | None = None
     task_type: Name | None = None
     wait: bool = True
 

@@ -6,9 +6,9 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-from app.schemas.common import Ident
+from app.schemas.common import Ident, Timestamp
 
 
 class MemoryType(StrEnum):
@@ -59,8 +59,8 @@ class MemoryFields(Strict):
     confidence: Unit = 0.8
     sensitivity: Sensitivity = Sensitivity.LOW
     criticality: Unit = 0.5
-    valid_from: AwareDatetime | None = None
-    valid_until: AwareDatetime | None = None
+    valid_from: Timestamp | None = None
+    valid_until: Timestamp | None = None
     source_refs: list[Annotated[str, StringConstraints(min_length=1, max_length=512)]] = Field(
         default_factory=list, max_length=64
     )

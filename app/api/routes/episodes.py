@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request, Response, status
-from pydantic import AwareDatetime
 
 from app.api.body import DirectRoute, json_body, parse_body
 from app.api.deps import (
@@ -21,7 +20,7 @@ from app.api.deps import (
 )
 from app.core.errors import InvalidInput, error_responses
 from app.repositories.episodes import EpisodeFilters
-from app.schemas.common import stored_ident
+from app.schemas.common import Timestamp, stored_ident
 from app.schemas.episode import (
     EpisodeComplete,
     EpisodeCreate,
@@ -99,8 +98,8 @@ async def list_episodes(
     task_type: str | None = None,
     outcome: Outcome | None = None,
     status_: Annotated[EpisodeStatus | None, Query(alias="status")] = None,
-    since: Annotated[AwareDatetime | None, Query(description="created at or after")] = None,
-    until: Annotated[AwareDatetime | None, Query(description="created before")] = None,
+    since: Annotated[Timestamp | None, Query(description="created at or after")] = None,
+    until: Annotated[Timestamp | None, Query(description="created before")] = None,
     cursor: str | None = None,
     limit: Annotated[int | None, Query(ge=1)] = None,
 ) -> EpisodePage:

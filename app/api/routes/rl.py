@@ -8,12 +8,12 @@ from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
-from pydantic import AwareDatetime
 
 from app.api.deps import ReaderDep, SessionDep, SettingsDep, StateDep, check_window, page_size
 from app.core.errors import error_responses
 from app.learning.features import SCHEMA_VERSION
 from app.repositories.rl import DatasetFilters, TransitionRepository
+from app.schemas.common import Timestamp
 from app.schemas.recall import PolicyRead, TransitionPage, TransitionRead
 from app.services import dataset, pagination, policies
 
@@ -22,8 +22,8 @@ MAX_EXPORT = 100_000
 
 
 def _filters(
-    since: AwareDatetime | None,
-    until: AwareDatetime | None,
+    since: Timestamp | None,
+    until: Timestamp | None,
     policy_id: str | None,
     task_type: str | None,
 ) -> DatasetFilters:
@@ -39,8 +39,8 @@ async def list_transitions(
     session: SessionDep,
     settings: SettingsDep,
     status: Literal["pending", "completed"] | None = None,
-    since: AwareDatetime | None = None,
-    until: AwareDatetime | None = None,
+    since: Timestamp | None = None,
+    until: Timestamp | None = None,
     policy_id: str | None = None,
     task_type: str | None = None,
     cursor: str | None = None,
@@ -79,8 +79,8 @@ async def download_dataset(
     state: StateDep,
     format: Literal["ndjson", "parquet"] = "ndjson",
     table: Literal["transitions", "candidates"] = "transitions",
-    since: AwareDatetime | None = None,
-    until: AwareDatetime | None = None,
+    since: Timestamp | None = None,
+    until: Timestamp | None = None,
     policy_id: str | None = None,
     task_type: str | None = None,
     cursor: str | None = None,
