@@ -82,8 +82,20 @@ async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
     return _json(422, body)
 
 
+def _invalid_body(message: str) -> JSONResponse:
+    errors = [{"field": "body", "message": message}]
+    body = {"error": "ValidationError", "detail": f"body: {message}", "field": "body"}
+    return _json(422, {**body, "errors": errors})
+
+
 async def _http_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
+    cause = exc.__cause__
+    if exc.status_code == 400 and isinstance(cause, ValueError):
+        # FastAPI's answer to a body it cannot decode (not UTF-8, say): bad input, so a
+        # 422 naming the body like every other invalid JSON.
+        reason = "not UTF-8 text" if isinstance(cause, UnicodeDecodeError) else str(cause)
+        return _invalid_body(f"invalid JSON: {reason}")
     name = _HTTP_NAMES.get(exc.status_code, "HTTPError")
     body = {"error": name, "detail": str(exc.detail)}
     if exc.status_code == 413:
