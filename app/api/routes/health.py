@@ -13,13 +13,19 @@ from app.api.deps import StateDep
 router = APIRouter(tags=["health"])
 
 
-@router.get("/health")
+# Probes answer without a key: the document's global bearer requirement does not apply.
+PUBLIC: dict[str, Any] = {"security": []}
+
+
+@router.get("/health", openapi_extra=PUBLIC)
 async def health() -> dict[str, str]:
     """Liveness: the process answers."""
     return {"status": "ok"}
 
 
-@router.get("/ready", responses={503: {"description": "A store does not answer"}})
+@router.get(
+    "/ready", responses={503: {"description": "A store does not answer"}}, openapi_extra=PUBLIC
+)
 async def ready(state: StateDep) -> Any:
     """Readiness: both stores answer."""
     stores: dict[str, str] = {}
