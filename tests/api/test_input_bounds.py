@@ -1,0 +1,94 @@
+"""Inputs at the edges that once answered 500 or broke the documented response schema."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.conftest import auth
+
+EDGE_TIMES = ["0001-01-01T00:00:00+05:00", "9999-12-31T23:59:59-05:00"]
+
+
+def assert_invalid(r: httpx.Response, field: str) -> None:
+    assert r.status_code == 422, r.text
+    body = r.json()
+    assert body["error"] == "ValidationError"
+    assert body["field"] == field, body
+
+
+@pytest.mark.parametrize("when", EDGE_TIMES)
+async def test_times_that_leave_the_calendar_in_utc_are_invalid(
+    client: httpx.AsyncClient, when: str
+) -> None:
+    r = await client.post("/v1/episodes", json={"task_id": "t", "started_at": when})
+    assert_invalid(r, "started_at")
+    step = {"action": "a", "started_at": when}
+    r = await client.post("/v1/episodes", json={"task_id": "t", "steps": [step]})
+    assert_invalid(r, "steps[0].started_at")
+    r = await client.post("/v1/memories", json={"type": "fact", "content": "c", "valid_from": when})
+    assert_invalid(r, "valid_from")
+    assert_invalid(await client.post("/v1/reflect", json={"since": when}), "since")
+    assert_invalid(await client.get("/v1/episodes", params={"until": when}), "until")
+    assert_invalid(await client.get("/v1/rl/transitions", params={"since": when}), "since")
+    listed = (await client.get("/v1/episodes")).json()["items"]
+    assert listed == [], "nothing was half-written"
+
+
+async def test_times_near_the_edges_are_kept_in_utc(client: httpx.AsyncClient) -> None:
+    body = {"task_id": "t", "started_at": "0001-01-01T05:00:00+05:00", "outcome": "success"}
+    r = await client.post("/v1/episodes", json=body)
+    assert r.status_code == 201, r.text
+    stored = (await client.get(f"/v1/episodes/{r.json()['id']}")).json()
+    assert stored["started_at"].startswith("0001-01-01T00:00:00")
+
+
+@pytest.mark.parametrize(
+    ("step", "field"),
+    [({"latency_ms": 1e308}, "latency_ms"), ({"tokens": 2**62}, "tokens")],
+)
+async def test_step_figures_beyond_the_bounds_are_invalid(
+    client: httpx.AsyncClient, step: dict[str, Any], field: str
+) -> None:
+    steps = [{"action": "a", **step}, {"action": "b", **step}]
+    r = await client.post("/v1/episodes", json={"task_id": "t", "steps": steps})
+    assert_invalid(r, f"steps[0].{field}")
+
+
+async def test_the_largest_step_figures_keep_totals_numeric(client: httpx.AsyncClient) -> None:
+    step = {"action": "a", "latency_ms": 365 * 86_400_000.0, "tokens": 10**12}
+    r = await client.post("/v1/episodes", json={"task_id": "t", "steps": [step] * 3})
+    assert r.status_code == 201, r.text
+    appended = await client.post(f"/v1/episodes/{r.json()['id']}/steps", json=step)
+    assert appended.status_code == 200, appended.text
+    summary = appended.json()
+    assert summary["total_latency_ms"] == 4 * 365 * 86_400_000.0
+    assert summary["total_tokens"] == 4 * 10**12
+
+
+@pytest.mark.parametrize("path", ["/v1/memories/search", "/v1/reflect", "/v1/rewards"])
+async def test_a_body_that_is_not_utf8_is_invalid_json(
+    client: httpx.AsyncClient, path: str
+) -> None:
+    headers = {"Content-Type": "application/json"}
+    r = await client.post(path, content=b'{"task": "\xff\xfe"}', headers=headers)
+    assert_invalid(r, "body")
+    assert "UTF-8" in r.json()["detail"]
+
+
+async def test_probes_answer_without_a_key_and_say_so(
+    client: httpx.AsyncClient, make_key: Callable[..., Any]
+) -> None:
+    key = await make_key("ns")
+    assert (await client.get("/v1/episodes")).status_code == 401
+    assert (await client.get("/health")).status_code == 200
+    assert (await client.get("/ready")).status_code == 200
+    assert (await client.get("/v1/episodes", headers=auth(key))).status_code == 200
+    doc = (await client.get("/openapi.json")).json()
+    assert doc["security"] == [{"bearer": []}]
+    assert doc["paths"]["/health"]["get"]["security"] == []
+    assert doc["paths"]["/ready"]["get"]["security"] == []
+    assert "security" not in doc["paths"]["/v1/episodes"]["get"]
