@@ -19,8 +19,8 @@ from app.models import Skill, SkillEvent
 from app.repositories.backup import tables
 from app.services.backup_format import ArchiveError, members
 from app.services.ids import uuid7
-from app.services.restore import restore, verify
-from app.storage.snapshot import open_exclusive
+from app.services.restore import Contents, RestoreRefused, restore, verify
+from app.storage.snapshot import StoreInUse, open_exclusive
 from app.worker.runner import Worker
 from tests.conftest import PG_URL, _reset_postgres, auth, episode_body, running
 
@@ -265,3 +265,55 @@ async def test_damaged_archive_is_refused_and_nothing_is_written(
         assert not any((await _rows(target)).values())
     else:
         assert not (tmp_path / "target" / "engram.db").exists()
+
+
+async def test_restore_refuses_stores_in_use_or_not_empty(tmp_path: Path) -> None:
+    source = await _fresh(tmp_path / "source")
+    app = create_app(source)
+    archive = tmp_path / "a.tar.gz"
+    async with running(app) as client:
+        operator = await _key(app, "default", "operator")
+        client.headers.update(auth(operator))
+        for i in range(3):
+            assert (
+                await client.post("/v1/episodes", json=episode_body(f"t{i}"))
+            ).status_code == 201
+        archive.write_bytes((await client.get("/v1/admin/backup")).content)
+        # The running service holds its payload store: restoring into it is refused.
+        with pytest.raises(StoreInUse, match="in use"):
+            await _restore(archive, source, force=True)
+        assert (await client.post("/v1/episodes", json=episode_body("later"))).status_code == 201
+    rows, payloads = await _rows(source), _payloads(source.blob_dir)
+    with pytest.raises(RestoreRefused, match="not empty"):
+        await _restore(archive, source)
+    assert await _rows(source) == rows
+    assert _payloads(source.blob_dir) == payloads
+    # --force replaces the stores' contents with the archive's: "later" is gone.
+    await _restore(archive, source, force=True)
+    restored = await _rows(source)
+    assert len(restored["episodes"]) == len(rows["episodes"]) - 1 == 3
+    assert "later" not in {e["task_id"] for e in restored["episodes"]}
+    assert len(_payloads(source.blob_dir)) < len(payloads)
+    assert not list(tmp_path.glob("source/blobs.*"))
+
+
+async def test_backup_needs_an_operator_key(tmp_path: Path) -> None:
+    app = create_app(await _fresh(tmp_path))
+    async with running(app) as client:
+        operator = await _key(app, "default", "operator")
+        for role in ("reader", "agent", "admin"):
+            key = await _key(app, "default", role)
+            r = await client.get("/v1/admin/backup", headers=auth(key))
+            assert r.status_code == 403, role
+            assert r.json()["error"] == "Forbidden"
+            assert "operator" in r.json()["detail"]
+        assert (await client.get("/v1/admin/backup")).status_code == 401
+        r = await client.get("/v1/admin/backup", headers=auth(operator))
+        assert r.status_code == 200
+        assert verify_bytes(r.content, tmp_path).rows["api_keys"] == 4
+
+
+def verify_bytes(data: bytes, tmp: Path) -> Contents:
+    path = tmp / "check.tar.gz"
+    path.write_bytes(data)
+    return verify(path)
