@@ -12,6 +12,7 @@ import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import orjson
@@ -22,7 +23,8 @@ from app.core.config import Settings
 from app.db.engine import create_engine
 from app.learning.episode_reward import EPISODE_SPEC_VERSION
 from app.learning.rewards import RECALL_SPEC_VERSION
-from app.models import Episode, EpisodeLearning, Job, Memory, Reward, Transition
+from app.models import Episode, EpisodeLearning, Job, Memory, Pattern, Reward, Transition
+from app.services.learning import judged
 from app.storage.blobs import EPISODE_PREFIX, parse_episode_key
 from bench.crash_traffic import EpisodeAck, Ledger, MemoryAck
 
@@ -38,7 +40,8 @@ class Stores:
     memories: dict[str, dict[str, Any]]
     transitions: dict[str, dict[str, Any]]
     rewards: dict[str, dict[str, Any]]
-    learned: set[str]
+    learned: dict[str, dict[str, Any]]
+    patterns: dict[str, dict[str, Any]]
     jobs: Counter[str]
 
 
@@ -76,11 +79,12 @@ async def read_stores(database_url: str, blob_dir: Path) -> Stores:
             memories = {r["id"]: r for r in await rows(Memory.__table__)}
             transitions = {r["id"]: r for r in await rows(Transition.__table__)}
             rewards = {r["id"]: r for r in await rows(Reward.__table__)}
-            learned = {r["episode_id"] for r in await rows(EpisodeLearning.__table__)}
+            learned = {r["episode_id"]: r for r in await rows(EpisodeLearning.__table__)}
+            patterns = {r["id"]: r for r in await rows(Pattern.__table__)}
             jobs = Counter(r["status"] for r in await rows(Job.__table__))
     finally:
         await engine.dispose()
-    return Stores(dict(payloads), episodes, memories, transitions, rewards, learned, jobs)
+    return Stores(dict(payloads), episodes, memories, transitions, rewards, learned, patterns, jobs)
 
 
 def check_payloads(stores: Stores, report: Report) -> None:
@@ -276,4 +280,41 @@ async def check_down(
         for (_, eid), row in stores.episodes.items():
             if row["status"] == "completed":
                 report.expect("episode_learned", eid in stores.learned, f"episode {eid}")
+        check_learning(stores, report)
     return report
+
+
+def check_learning(stores: Stores, report: Report) -> None:
+    """Once the queue drained: each episode learned once and credited with its rewards.
+
+    A pattern's counters are the sums over the learned episodes that name it (a learning
+    job run twice, or a credit lost, shows here), and crediting again changes nothing."""
+    sums: dict[str, list[float]] = defaultdict(lambda: [0, 0, 0.0])
+    for record in stores.learned.values():
+        for pid in record["pattern_ids"]:
+            acc = sums[pid]
+            acc[0], acc[1], acc[2] = (
+                acc[0] + 1,
+                acc[1] + record["success"],
+                acc[2] + record["reward"],
+            )
+    for pid, (support, successes, reward_sum) in sums.items():
+        p = stores.patterns.get(pid)
+        ok = (
+            p is not None
+            and (p["support"], p["successes"]) == (support, successes)
+            and math.isclose(p["reward_sum"], reward_sum, abs_tol=1e-6)
+        )
+        want = (support, successes, reward_sum)
+        report.expect("pattern_counts", ok, f"pattern {pid}: {p and p['support']}, want {want}")
+    by_episode: dict[str, list[Any]] = defaultdict(list)
+    for r in sorted(stores.rewards.values(), key=lambda r: (r["created_at"], r["id"])):
+        if r["episode_id"] is not None:
+            by_episode[r["episode_id"]].append(SimpleNamespace(**r))
+    for (_, eid), row in stores.episodes.items():
+        done = stores.learned.get(eid)
+        if done is None:
+            continue
+        due = judged(SimpleNamespace(**row), by_episode[eid], done["reward"])
+        ok = due[0] == done["success"] and math.isclose(due[1], done["reward"], abs_tol=1e-9)
+        report.expect("episode_credited", ok, f"episode {eid}: {done}, due {due}")

@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,6 +107,7 @@ class CrashLoop:
             data_dir, database_url=self.database_url, ENGRAM_LOG_REQUESTS="false"
         )
         self.result = Result()
+        self.progress: Callable[[Result], None] | None = None
         self.ledger = self.result.ledger
 
     async def start(self) -> None:
@@ -205,6 +207,8 @@ class CrashLoop:
                 try:
                     while self.result.kills < kills:
                         await self.round(http)
+                        if self.progress and self.result.kills % 10 == 0:
+                            self.progress(self.result)
                     await self.drain(http)
                 except Lost as exc:
                     self.result.failures.append(f"the server stopped answering ({exc})")
@@ -230,6 +234,14 @@ def main() -> None:
     data_dir = args.dir or Path(tempfile.mkdtemp(prefix="engram-crashloop-"))
     url = os.environ.get("ENGRAM_TEST_DATABASE_URL")
     loop = CrashLoop(data_dir / "srv", seed=args.seed, clients=args.clients, database_url=url)
+    started = time.monotonic()
+    loop.progress = lambda r: print(  # one line per ten kills, for long runs
+        f"[{time.monotonic() - started:.0f} s] kills {r.kills}, acknowledged "
+        f"{sum(r.ledger.acked.values())}, lost {sum(r.ledger.lost.values())}, "
+        f"checks {sum(r.checks.values())}, failures {len(r.failures)}",
+        file=sys.stderr,
+        flush=True,
+    )
     result = asyncio.run(loop.run(args.kills))
     print(f"backend: {'postgresql' if url else 'sqlite'}, data: {data_dir}")
     for line in result.lines():

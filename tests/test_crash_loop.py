@@ -71,7 +71,7 @@ async def test_the_checks_see_a_lost_payload_a_lost_row_and_an_orphan(
     db.close()
     engine = create_engine(settings)
     async with engine.begin() as conn:
-        await conn.execute(delete(Memory.__table__).where(Memory.__table__.c.id == "m1"))
+        await conn.execute(delete(Memory).where(Memory.id == "m1"))
     await engine.dispose()
     broken = await check_down(settings.database_url, blob_dir, ledger)
     failed = {f.split(":")[0] for f in broken.failures}
