@@ -50,6 +50,7 @@ class Report:
     checks: Counter[str] = field(default_factory=Counter)
     failures: list[str] = field(default_factory=list)
     orphans: int = 0
+    running_jobs: int = 0  # jobs the kill interrupted (their worker died mid-job)
 
     def expect(self, name: str, ok: bool, detail: str = "") -> bool:
         if ok:
@@ -273,6 +274,7 @@ async def check_down(
     check_versions(stores, report)
     check_rewards(stores, ledger, report)
     report.expect("no_dead_jobs", stores.jobs["dead"] == 0, f"jobs {dict(stores.jobs)}")
+    report.running_jobs = stores.jobs["running"]
     if final:
         report.expect("no_orphans_left", report.orphans == 0, f"{report.orphans} orphans")
         idle = stores.jobs["queued"] + stores.jobs["running"] + stores.jobs["failed"]

@@ -43,6 +43,7 @@ class Result:
     kills: int = 0
     quiet_kills: int = 0  # kills while no request was in flight (the worker busy)
     orphans_found: int = 0
+    mid_job_kills: int = 0  # kills that left jobs running (resumed at the restart)
     orphans_swept: int = 0
     checks: Counter[str] = field(default_factory=Counter)
     failures: list[str] = field(default_factory=list)
@@ -56,7 +57,8 @@ class Result:
     def lines(self) -> list[str]:
         led = self.ledger
         return [
-            f"kills: {self.kills} ({self.quiet_kills} with no request in flight)",
+            f"kills: {self.kills} ({self.quiet_kills} with the traffic stopped, "
+            f"{self.mid_job_kills} with jobs running)",
             f"acknowledged writes: {dict(sorted(led.acked.items()))}",
             f"in flight when killed (lost, not acknowledged): {dict(sorted(led.lost.items()))}",
             f"refused while down: {sum(led.refused.values())}",
@@ -130,7 +132,7 @@ class CrashLoop:
             for t in tasks:
                 t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-            await asyncio.sleep(self.rng.uniform(0.0, 1.0))
+            await asyncio.sleep(self.rng.uniform(0.0, 2.0))
             self.result.quiet_kills += 1
         self.server.kill()
         self.result.kills += 1
@@ -141,6 +143,7 @@ class CrashLoop:
         report = await check_down(self.database_url, blob_dir, self.ledger)
         self.result.add(report)
         self.result.orphans_found += report.orphans
+        self.result.mid_job_kills += report.running_jobs > 0
         swept_before = self.result.orphans_swept
         await self.start()
         swept = self.result.orphans_swept - swept_before
