@@ -245,7 +245,12 @@ def main() -> None:
         file=sys.stderr,
         flush=True,
     )
-    result = asyncio.run(loop.run(args.kills))
+    # A SIGTERM of the driver takes its server down with it.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    try:
+        result = asyncio.run(loop.run(args.kills))
+    finally:
+        loop.server.kill()
     print(f"backend: {'postgresql' if url else 'sqlite'}, data: {data_dir}")
     for line in result.lines():
         print(line)
