@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, AwareDatetime, Field, StringConstraints
 
@@ -31,6 +32,31 @@ def _in_utc(value: datetime) -> datetime:
         # time any store can hold once it is in UTC.
         raise ValueError("out of range once converted to UTC") from None
 
+
+_INT64 = 2**63
+
+
+def storable(value: Any) -> Any:
+    # The stores' JSON encoder (orjson) takes 64-bit integers only, and JSON has no
+    # NaN or Infinity (which the parser would otherwise accept as literals).
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, int) and not isinstance(item, bool):
+            if not -_INT64 <= item < _INT64:
+                raise ValueError("integers must fit in 64 bits")
+        elif isinstance(item, float) and not math.isfinite(item):
+            raise ValueError("numbers must be finite")
+    return value
+
+
+# Free-form JSON (inputs, outputs, metadata) as the stores can encode it.
+JsonValue = Annotated[Any, AfterValidator(storable)]
+JsonObject = Annotated[dict[str, Any], AfterValidator(storable)]
 
 # Every timestamp the API takes: timezone-aware, stored and compared in UTC.
 Timestamp = Annotated[AwareDatetime, AfterValidator(_in_utc)]

@@ -4,11 +4,20 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from app.schemas.common import MAX_LATENCY_MS, MAX_TOKENS, Ident, Name, Timestamp
+from app.schemas.common import (
+    MAX_LATENCY_MS,
+    MAX_TOKENS,
+    Ident,
+    JsonObject,
+    JsonValue,
+    Name,
+    Timestamp,
+    storable,
+)
 
 
 class StepStatus(StrEnum):
@@ -33,20 +42,20 @@ Scalar = str | int | float | bool | None
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class StepCreate(Strict):
     action: Name
     tool: Name | None = None
-    input: Any = None
-    output: Any = None
+    input: JsonValue = None
+    output: JsonValue = None
     status: StepStatus = StepStatus.OK
     error: str | None = None
     latency_ms: float | None = Field(default=None, ge=0, le=MAX_LATENCY_MS)
     tokens: int | None = Field(default=None, ge=0, le=MAX_TOKENS)
     started_at: Timestamp | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: JsonObject = Field(default_factory=dict)
 
 
 class EpisodeContext(Strict):
@@ -54,7 +63,9 @@ class EpisodeContext(Strict):
     language: Name | None = None
     tags: list[Name] = Field(default_factory=list, max_length=64)
     text: str | None = None
-    features: dict[str, Scalar] = Field(default_factory=dict, max_length=64)
+    features: Annotated[dict[str, Scalar], AfterValidator(storable)] = Field(
+        default_factory=dict, max_length=64
+    )
 
 
 class EpisodeCreate(Strict):
@@ -77,7 +88,7 @@ class EpisodeCreate(Strict):
     skills_applied: list[Name] = Field(default_factory=list, max_length=64)
     started_at: Timestamp | None = None
     ended_at: Timestamp | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: JsonObject = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _normalise(self) -> EpisodeCreate:

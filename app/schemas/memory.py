@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-from app.schemas.common import Ident, Timestamp
+from app.schemas.common import Ident, JsonObject, Timestamp
 
 
 class MemoryType(StrEnum):
@@ -51,7 +51,7 @@ Unit = Annotated[float, Field(ge=0, le=1)]
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class MemoryFields(Strict):
@@ -64,7 +64,7 @@ class MemoryFields(Strict):
     source_refs: list[Annotated[str, StringConstraints(min_length=1, max_length=512)]] = Field(
         default_factory=list, max_length=64
     )
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: JsonObject = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _window(self) -> MemoryFields:

@@ -7,14 +7,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-from app.schemas.common import Ident, Name
+from app.schemas.common import MAX_LATENCY_MS, MAX_TOKENS, Ident, Name
 from app.schemas.memory import MemoryType, Scope, Sensitivity
 
 Mode = Literal["constraint", "context", "background", "reverify_before_use"]
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class RecallRequest(Strict):
@@ -69,8 +69,8 @@ class Signals(Strict):
     task_success: bool | None = None
     unsafe_action: bool | None = None
     stale_memory_error: bool | None = None
-    tokens_used: Annotated[int, Field(ge=0)] | None = None
-    latency_ms: Annotated[float, Field(ge=0)] | None = None
+    tokens_used: Annotated[int, Field(ge=0, le=MAX_TOKENS)] | None = None
+    latency_ms: Annotated[float, Field(ge=0, le=MAX_LATENCY_MS)] | None = None
     user_correction: bool | None = None
     user_rating: Annotated[float, Field(ge=-1, le=1)] | None = None
 

@@ -92,3 +92,51 @@ async def test_probes_answer_without_a_key_and_say_so(
     assert doc["paths"]["/health"]["get"]["security"] == []
     assert doc["paths"]["/ready"]["get"]["security"] == []
     assert "security" not in doc["paths"]["/v1/episodes"]["get"]
+
+
+BIG = 2**70
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/v1/episodes", {"task_id": "t", "metadata": {"n": [BIG]}}, "metadata"),
+        ("/v1/episodes", {"task_id": "t", "context": {"features": {"n": BIG}}}, "context.features"),
+        (
+            "/v1/episodes",
+            {"task_id": "t", "steps": [{"action": "a", "input": BIG}]},
+            "steps[0].input",
+        ),
+        ("/v1/memories", {"type": "fact", "content": "c", "metadata": {"n": BIG}}, "metadata"),
+        ("/v1/rewards", {"task_id": "t", "signals": {"tokens_used": BIG}}, "signals.tokens_used"),
+    ],
+)
+async def test_integers_beyond_64_bits_are_invalid(
+    client: httpx.AsyncClient, path: str, body: dict[str, Any], field: str
+) -> None:
+    r = await client.post(path, json=body, headers={"Idempotency-Key": "k1"})
+    assert_invalid(r, field)
+
+
+@pytest.mark.parametrize(
+    ("path", "raw", "field"),
+    [
+        (
+            "/v1/episodes",
+            '{"task_id": "t", "steps": [{"action": "a", "output": NaN}]}',
+            "steps[0].output",
+        ),
+        ("/v1/memories", '{"type": "fact", "content": "c", "confidence": NaN}', "confidence"),
+        (
+            "/v1/rewards",
+            '{"task_id": "t", "signals": {"latency_ms": Infinity}}',
+            "signals.latency_ms",
+        ),
+    ],
+)
+async def test_nan_and_infinity_are_not_json(
+    client: httpx.AsyncClient, path: str, raw: str, field: str
+) -> None:
+    headers = {"Content-Type": "application/json"}
+    assert_invalid(await client.post(path, content=raw, headers=headers), field)
+    assert (await client.get("/v1/rewards")).json()["items"] == []
