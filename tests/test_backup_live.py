@@ -19,6 +19,7 @@ from app.storage.blobs import episode_doc_key, episode_prefix, parse_episode_key
 from app.storage.snapshot import open_exclusive
 from tests.conftest import PG_URL, _reset_postgres, auth
 from tests.server import EngramServer
+from tests.test_backup import _payloads, _rows
 from tests.test_cli import engram
 
 OPERATOR = "egk_backup-test-operator-key-0123456789abcdef"
@@ -104,6 +105,15 @@ async def test_backup_while_writing_restores_every_payload(tmp_path: Path) -> No
     finally:
         server.stop()
     assert "backed up" in r.stderr
+
+    # With no server running, the command reads the stores itself.
+    local = tmp_path / "local.tar.gz"
+    offline = engram(source, "backup", str(local))
+    assert offline.returncode == 0, offline.stderr
+    assert "directly" in offline.stderr
+    source_rows = await _rows(source)
+    assert verify(local).rows == {name: len(r) for name, r in source_rows.items()}
+    assert verify(local).payloads == len(_payloads(source.blob_dir))
 
     if PG_URL:
         await _reset_postgres(PG_URL)

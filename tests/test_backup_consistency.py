@@ -1,0 +1,53 @@
+"""The archive is one moment of both stores: writes after the snapshot opens stay out of
+it, and deleting an episode then (row, then payload) does not take its payload away."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from app.main import create_app
+from app.services import backup
+from app.services.restore import restore, verify
+from tests.conftest import auth, episode_body, running
+from tests.test_backup import _fresh, _key, _payloads, _rows
+
+
+async def test_writes_after_the_snapshot_opens_are_not_in_it(tmp_path: Path) -> None:
+    source = await _fresh(tmp_path / "source")
+    app = create_app(source)
+    archive = tmp_path / "a.tar.gz"
+    async with running(app) as client:
+        client.headers.update(auth(await _key(app, "default", "operator")))
+        ids = []
+        for i in range(4):
+            body = episode_body(f"t{i}", steps=5)
+            if i == 1:  # left open, so that steps can be added
+                del body["outcome"], body["verdict"]
+            ids.append((await client.post("/v1/episodes", json=body)).json()["id"])
+        state = app.state.engram
+        snapshot = await backup.open_snapshot(
+            state.engine, state.blobs.snapshot, exclusive=state.writer.exclusive
+        )
+        # After the snapshot: one episode deleted (its payload too), one appended, one new.
+        assert (await client.delete(f"/v1/episodes/{ids[0]}")).status_code == 204
+        more = {"steps": [{"action": "late", "output": "after"}]}
+        assert (await client.post(f"/v1/episodes/{ids[1]}/steps", json=more)).status_code == 200
+        assert (await client.post("/v1/episodes", json=episode_body("new"))).status_code == 201
+        assert (await client.get(f"/v1/episodes/{ids[0]}")).status_code == 404
+        with archive.open("wb") as out:
+            async for block in backup.archive(snapshot):
+                out.write(block)
+
+    target = await _fresh(tmp_path / "target")
+    await restore(archive, verify(archive), target)
+    rows = await _rows(target)
+    assert sorted(e["id"] for e in rows["episodes"]) == sorted(ids)
+    assert {e["id"]: e["step_count"] for e in rows["episodes"]}[ids[1]] == 5
+    app = create_app(target)
+    async with running(app) as client:
+        client.headers.update(auth(await _key(app, "default", "operator")))
+        deleted = (await client.get(f"/v1/episodes/{ids[0]}")).json()
+        assert [s["action"] for s in deleted["steps"]] == [f"step_{i}" for i in range(5)]
+        appended = (await client.get(f"/v1/episodes/{ids[1]}")).json()
+        assert len(appended["steps"]) == 5
+    assert len(_payloads(target.blob_dir)) == 8  # a document and one chunk per episode
