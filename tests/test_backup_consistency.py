@@ -3,11 +3,18 @@ it, and deleting an episode then (row, then payload) does not take its payload a
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
+import orjson
+import pytest
+from alembic.script import ScriptDirectory
+
+from app.db.migrate import alembic_config
 from app.main import create_app
 from app.services import backup
-from app.services.restore import restore, verify
+from app.services.backup_format import HEADER, MANIFEST, ArchiveError, ArchiveWriter, members
+from app.services.restore import check_compatible, restore, verify
 from tests.conftest import auth, episode_body, running
 from tests.test_backup import _fresh, _key, _payloads, _rows
 
@@ -51,3 +58,34 @@ async def test_writes_after_the_snapshot_opens_are_not_in_it(tmp_path: Path) -> 
         appended = (await client.get(f"/v1/episodes/{ids[1]}")).json()
         assert len(appended["steps"]) == 5
     assert len(_payloads(target.blob_dir)) == 8  # a document and one chunk per episode
+
+
+async def test_an_archive_of_another_schema_is_refused(tmp_path: Path) -> None:
+    source = await _fresh(tmp_path / "source")
+    app = create_app(source)
+    async with running(app) as client:
+        assert (await client.post("/v1/episodes", json=episode_body())).status_code == 201
+        data = (await client.get("/v1/admin/backup")).content
+    writer = ArchiveWriter(mtime=0)
+    out = b""
+    for name, content in members(io.BytesIO(data)):
+        if name in (HEADER, MANIFEST):
+            doc = orjson.loads(content)
+            doc["revision"] = "0123456789ab"
+            if name == MANIFEST:
+                del doc["tables"]["episodes"]["columns"]["verdict"]
+            content = orjson.dumps(doc)
+        out += writer.add(name, content)
+    archive = tmp_path / "other.tar.gz"
+    archive.write_bytes(out + writer.close())
+    contents = verify(archive)  # intact: its checksums hold
+    with pytest.raises(ArchiveError, match="revision 0123456789ab"):
+        check_compatible(contents)
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    contents.revision = str(head)
+    with pytest.raises(ArchiveError, match="differ from this schema: episodes"):
+        check_compatible(contents)
+    target = await _fresh(tmp_path / "target")
+    with pytest.raises(ArchiveError):
+        await restore(archive, verify(archive), target)
+    assert not target.blob_dir.exists()
