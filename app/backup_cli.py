@@ -87,7 +87,9 @@ def _download(url: str, key: str | None, part: Path) -> None:
             detail = orjson.loads(detail).get("detail", detail)
         raise _fail(f"{url} refused the backup: {exc.code} {detail!s}") from exc
     except (urllib.error.URLError, OSError) as exc:
-        raise _fail(f"cannot reach {url}: {exc}") from exc
+        raise _fail(
+            f"cannot reach {url}: {exc} (pass --url of the server that holds the stores)"
+        ) from exc
     with response, part.open("wb") as out, _bar(transfer=True) as bar:
         task = bar.add_task("downloading", total=None)
         while block := response.read(BLOCK):
