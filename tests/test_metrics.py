@@ -248,3 +248,33 @@ async def test_each_app_has_its_own_registry(settings: Settings, tmp_path: Any) 
         assert (await a.post("/v1/episodes", json=episode_body())).status_code == 201
         assert requests(await scrape(a), "POST", "/v1/episodes", 201) == 1
         assert requests(await scrape(b), "POST", "/v1/episodes", 201) == 0
+
+
+def test_latency_buckets_are_cumulative_and_bounds_inclusive() -> None:
+    from prometheus_client import generate_latest
+
+    from app.core.metrics import Metrics
+
+    metrics = Metrics()
+    for seconds in (0.001, 0.0011, 0.3, 60.0):
+        metrics.http.observe("GET", EPISODE, 200, seconds)
+    metrics.http.observe("BREW", "unmatched", 405, 0.002)
+    metrics.http.observe("PROPFIND", "unmatched", 405, 0.002)
+    text = generate_latest(metrics.registry).decode()
+    samples: Samples = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            samples[(s.name, frozenset(s.labels.items()))] = s.value
+    labels = {"method": "GET", "route": EPISODE, "status_class": "2xx"}
+    bucket = "engram_http_request_duration_seconds_bucket"
+    assert value(samples, bucket, le="0.001", **labels) == 1
+    assert value(samples, bucket, le="0.0025", **labels) == 2
+    assert value(samples, bucket, le="0.25", **labels) == 2
+    assert value(samples, bucket, le="0.5", **labels) == 3
+    assert value(samples, bucket, le="10.0", **labels) == 3
+    assert value(samples, bucket, le="+Inf", **labels) == 4
+    assert value(samples, "engram_http_request_duration_seconds_sum", **labels) == pytest.approx(
+        60.3021
+    )
+    # Unknown methods share one label value.
+    assert requests(samples, "OTHER", "unmatched", 405) == 2

@@ -118,9 +118,9 @@ class EngramMiddleware:
         write = scope["method"] not in ("GET", "HEAD")
         if write:
             self.load.writes_in_flight += 1
-        metrics = self.metrics
-        if metrics is not None:
-            metrics.in_flight.inc()
+        stats = self.metrics.http if self.metrics is not None else None
+        if stats is not None:
+            stats.in_flight += 1
         try:
             if length is not None and length.isdigit() and int(length) > limit:
                 await self._too_large(send_wrapper, limit)
@@ -144,9 +144,9 @@ class EngramMiddleware:
                 self.load.writes_in_flight -= 1
             seconds = time.perf_counter() - started
             route = getattr(scope.get("route"), "path", None) or UNMATCHED
-            if metrics is not None:
-                metrics.in_flight.dec()
-                metrics.observe_request(scope["method"], route, status, seconds)
+            if stats is not None:
+                stats.in_flight -= 1
+                stats.observe(scope["method"], route, status, seconds)
             if self.log_requests:
                 log.info(
                     "request",

@@ -6,10 +6,15 @@ codes, job kinds and statuses, store names. Never paths, keys, namespaces or tas
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from collections.abc import Iterator
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.gc_collector import GCCollector
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
+from prometheus_client.registry import Collector
 
 # Requests to paths no route matches share one label, so scanners cannot grow the series.
 UNMATCHED = "unmatched"
@@ -19,28 +24,64 @@ BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 COUNT_BUCKETS = (0, 1, 2, 5, 10, 20, 50, 100, 200, 500)
 
 
+class RequestStats(Collector):
+    """HTTP request metrics, kept as plain numbers and turned into metrics when scraped."""
+
+    # Every request updates these, so they skip prometheus_client's per-update lock and
+    # label lookup: the event loop is the only writer, and a scrape runs on it too.
+    def __init__(self) -> None:
+        self.in_flight = 0
+        # (method, route, status) -> [count, sum of seconds, one count per bucket, +Inf]
+        self._series: dict[tuple[str, str, int], list[float]] = {}
+
+    def observe(self, method: str, route: str, status: int, seconds: float) -> None:
+        """Count one answered request under its route template."""
+        series = self._series.get((method, route, status))
+        if series is None:
+            key = (method if method in METHODS else "OTHER", route, status)
+            series = self._series.setdefault(key, [0, 0.0] + [0] * (len(LATENCY_BUCKETS) + 1))
+        series[0] += 1
+        series[1] += seconds
+        series[2 + bisect_left(LATENCY_BUCKETS, seconds)] += 1
+
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily | HistogramMetricFamily]:
+        counts = CounterMetricFamily(
+            "engram_http_requests",
+            "HTTP requests answered, by method, route template and status code",
+            labels=["method", "route", "status"],
+        )
+        by_class: dict[tuple[str, str, str], list[float]] = {}
+        for (method, route, status), series in sorted(self._series.items()):
+            counts.add_metric([method, route, str(status)], series[0])
+            merged = by_class.setdefault((method, route, f"{status // 100}xx"), [0.0] * len(series))
+            for i, v in enumerate(series):
+                merged[i] += v
+        latency = HistogramMetricFamily(
+            "engram_http_request_duration_seconds",
+            "Time to answer an HTTP request, by method, route template and status class",
+            labels=["method", "route", "status_class"],
+        )
+        for labels, series in by_class.items():
+            cumulative, buckets = 0.0, []
+            for bound, n in zip((*LATENCY_BUCKETS, float("inf")), series[2:], strict=True):
+                cumulative += n
+                buckets.append(("+Inf" if bound == float("inf") else str(bound), cumulative))
+            latency.add_metric(list(labels), buckets, series[1])
+        yield counts
+        yield latency
+        yield GaugeMetricFamily(
+            "engram_http_requests_in_flight", "HTTP requests being served", value=self.in_flight
+        )
+
+
 class Metrics:
     def __init__(self) -> None:
         self.registry = registry = CollectorRegistry()
         ProcessCollector(registry=registry)
         PlatformCollector(registry=registry)
         GCCollector(registry=registry)
-        self.requests = Counter(
-            "engram_http_requests",
-            "HTTP requests answered, by method, route template and status code",
-            ["method", "route", "status"],
-            registry=registry,
-        )
-        self.latency = Histogram(
-            "engram_http_request_duration_seconds",
-            "Time to answer an HTTP request, by method, route template and status class",
-            ["method", "route", "status_class"],
-            buckets=LATENCY_BUCKETS,
-            registry=registry,
-        )
-        self.in_flight = Gauge(
-            "engram_http_requests_in_flight", "HTTP requests being served", registry=registry
-        )
+        self.http = RequestStats()
+        registry.register(self.http)
         self.ingest_batch = Histogram(
             "engram_ingest_batch_size",
             "Commands (episode writes, memories, recall decisions) per group commit",
@@ -89,23 +130,6 @@ class Metrics:
             buckets=COUNT_BUCKETS,
             registry=registry,
         )
-        # labels() takes a lock and builds a key on every call; the children are cached.
-        self._children: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
-
-    def observe_request(self, method: str, route: str, status: int, seconds: float) -> None:
-        """Count one answered request under its route template."""
-        key = (method, route, status)
-        children = self._children.get(key)
-        if children is None:
-            label = method if method in METHODS else "OTHER"
-            children = (
-                self.requests.labels(label, route, str(status)),
-                self.latency.labels(label, route, f"{status // 100}xx"),
-            )
-            if method in METHODS:
-                self._children[key] = children
-        children[0].inc()
-        children[1].observe(seconds)
 
     def observe_recall(self, *, candidates: int, selected: int) -> None:
         self.recalls.inc()
