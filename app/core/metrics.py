@@ -28,7 +28,7 @@ class RequestStats(Collector):
     """HTTP request metrics, kept as plain numbers and turned into metrics when scraped."""
 
     # Every request updates these, so they skip prometheus_client's per-update lock and
-    # label lookup: the event loop is the only writer, and a scrape runs on it too.
+    # label lookup: the event loop is the only writer.
     def __init__(self) -> None:
         self.in_flight = 0
         # (method, route, status) -> [count, sum of seconds, one count per bucket, +Inf]
@@ -51,7 +51,10 @@ class RequestStats(Collector):
             labels=["method", "route", "status"],
         )
         by_class: dict[tuple[str, str, str], list[float]] = {}
-        for (method, route, status), series in sorted(self._series.items()):
+        # Scrapes format in a thread: take a copy first (copying a dict of tuples and
+        # lists happens under the GIL, so requests cannot change it midway).
+        snapshot = sorted((key, list(series)) for key, series in list(self._series.items()))
+        for (method, route, status), series in snapshot:
             counts.add_metric([method, route, str(status)], series[0])
             merged = by_class.setdefault((method, route, f"{status // 100}xx"), [0.0] * len(series))
             for i, v in enumerate(series):
