@@ -9,8 +9,9 @@ import logging
 import random
 from collections.abc import AsyncIterator
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 
+from app.api.body import refuse_nul
 from app.api.deps import AppState
 from app.api.errors import install_error_handlers
 from app.api.metrics import JobDepth
@@ -139,6 +140,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version="0.1.0",
         summary="Self-learning episodic memory for AI agents",
         lifespan=lifespan,
+        dependencies=[Depends(refuse_nul)],
     )
     install_error_handlers(app)
     install_openapi(app)

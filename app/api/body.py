@@ -8,6 +8,7 @@ CPU per request. Routes that take a body this way declare it in OpenAPI with
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
@@ -20,6 +21,24 @@ M = TypeVar("M")
 
 # Models documented through json_body(); main.py adds their schemas to OpenAPI.
 BODY_MODELS: dict[str, Any] = {}
+
+# A \u0000 escape (not an escaped backslash followed by "u0000"): PostgreSQL can store
+# NUL in neither text nor jsonb, so it is refused on every backend, before any write.
+_NUL_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
+
+
+def _nul_error(source: str) -> RequestValidationError:
+    msg = "the NUL character (\\u0000) is not accepted in text"
+    return RequestValidationError([{"type": "nul", "loc": (source,), "msg": msg}])
+
+
+async def refuse_nul(request: Request) -> None:
+    """Refuse NUL characters in the query string and in a JSON body (422)."""
+    query: bytes = request.scope.get("query_string", b"")
+    if b"%00" in query or b"\x00" in query:
+        raise _nul_error("query")
+    if request.method in ("POST", "PUT", "PATCH") and _NUL_ESCAPE.search(await request.body()):
+        raise _nul_error("body")
 
 
 def json_body(name: str, annotation: Any) -> dict[str, Any]:
@@ -34,6 +53,7 @@ def json_body(name: str, annotation: Any) -> dict[str, Any]:
 
 
 async def parse_body(request: Request, adapter: TypeAdapter[M] | type[BaseModel]) -> Any:
+    await refuse_nul(request)
     raw = await request.body()
     try:
         if isinstance(adapter, TypeAdapter):
