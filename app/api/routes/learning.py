@@ -42,6 +42,8 @@ from app.services.reflect import KnowledgeService, run_pass
 
 router = APIRouter(prefix="/v1", tags=["learning"])
 Offset = Annotated[int, Query(ge=0, le=1_000_000)]
+# Compared with a 32-bit column: PostgreSQL refuses a larger parameter.
+INT32_MAX = 2**31 - 1
 
 
 @router.post(
@@ -123,7 +125,7 @@ async def list_patterns(
     settings: SettingsDep,
     kind: PatternKind | None = None,
     task_type: str | None = None,
-    min_support: Annotated[int | None, Query(ge=1)] = None,
+    min_support: Annotated[int | None, Query(ge=1, le=INT32_MAX)] = None,
     sort: PatternSort = "support",
     offset: Offset = 0,
     limit: Annotated[int | None, Query(ge=1)] = None,
