@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Float, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Float, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, UTCDateTime
@@ -36,7 +36,7 @@ class Episode(Base):
     step_count: Mapped[int] = mapped_column(Integer)
     error_count: Mapped[int] = mapped_column(Integer)
     total_latency_ms: Mapped[float] = mapped_column(Float)
-    total_tokens: Mapped[int] = mapped_column(Integer)
+    total_tokens: Mapped[int] = mapped_column(BigInteger)
     payload_bytes: Mapped[int] = mapped_column(Integer)
     idempotency_key: Mapped[str | None] = mapped_column(String(256))
     request_hash: Mapped[str] = mapped_column(String(64))
