@@ -140,3 +140,50 @@ async def test_nan_and_infinity_are_not_json(
     headers = {"Content-Type": "application/json"}
     assert_invalid(await client.post(path, content=raw, headers=headers), field)
     assert (await client.get("/v1/rewards")).json()["items"] == []
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/v1/episodes", {"task_id": "a\u0000b"}),
+        ("/v1/episodes", {"task_id": "t", "steps": [{"action": "a", "input": {"k\u0000": 1}}]}),
+        ("/v1/memories", {"type": "fact", "content": "x\u0000y"}),
+        ("/v1/memories/search", {"query": "x\u0000y"}),
+        ("/v1/recall", {"task": "x\u0000y", "token_budget": 10}),
+        ("/v1/rewards", {"task_id": "a\u0000b", "value": 1}),
+    ],
+)
+async def test_nul_characters_are_refused_before_any_write(
+    client: httpx.AsyncClient, path: str, body: dict[str, Any]
+) -> None:
+    # PostgreSQL stores NUL in neither text nor jsonb; refused alike on every backend.
+    assert_invalid(await client.post(path, json=body), "body")
+    assert (await client.get("/v1/episodes")).json()["items"] == []
+    assert (await client.get("/v1/memories")).json()["items"] == []
+
+
+async def test_nul_in_a_query_is_refused_and_an_escaped_backslash_is_text(
+    client: httpx.AsyncClient,
+) -> None:
+    for path in ("/v1/episodes", "/v1/patterns", "/v1/rewards", "/health"):
+        assert_invalid(await client.get(path, params={"task_id": "a\u0000b"}), "query")
+    text = "a literal \\u0000 is six characters"
+    r = await client.post("/v1/memories", json={"type": "fact", "content": text})
+    assert r.status_code == 201, r.text
+    assert r.json()["content"] == text
+
+
+async def test_min_support_beyond_32_bits_is_invalid(client: httpx.AsyncClient) -> None:
+    r = await client.get("/v1/patterns", params={"min_support": 2**40})
+    assert_invalid(r, "min_support")
+
+
+async def test_every_operation_documents_its_422_in_the_error_shape(
+    client: httpx.AsyncClient,
+) -> None:
+    doc = (await client.get("/openapi.json")).json()
+    error = {"$ref": "#/components/schemas/ErrorModel"}
+    for operations in doc["paths"].values():
+        for operation in operations.values():
+            assert operation["responses"]["422"]["content"]["application/json"]["schema"] == error
+    assert "HTTPValidationError" not in doc["components"]["schemas"]
