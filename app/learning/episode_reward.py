@@ -15,8 +15,9 @@ efficiency   only with a baseline of at least min_baseline episodes (default 5):
                steps:    (median_steps - steps) / median_steps
                duration: (median_duration_ms - duration) / median_duration_ms
              duration = signals["latency_ms"], else facts.duration_ms, else the sum of
-             the steps' latency_ms (when any step has one). A missing or non-positive
-             median, or an unknown duration, drops that term; no terms, no component.
+             the steps' latency_ms (when any step has one; a sum past the float range
+             is infinite, a saving of -1). A missing, non-positive or infinite median,
+             or an unknown duration, drops that term; no terms, no component.
 quality      only with steps: -0.25 * error_rate + 0.1 * recovery_rate. error_rate =
              non-ok steps / steps. A non-ok step is recovered when any later step is ok
              with the same tool (the same action when its tool is None);
@@ -121,18 +122,15 @@ def _clip(x: float, low: float, high: float) -> float:
     return max(low, min(high, x))
 
 
-def _same_step_kind(failed: dict[str, Any], later: dict[str, Any]) -> bool:
-    tool = failed.get("tool")
-    if tool:
-        return bool(later.get("tool") == tool)
-    return not later.get("tool") and later.get("action") == failed.get("action")
+def _positive(m: float | None) -> float | None:
+    # An infinite median (of durations that overflowed) makes every saving NaN.
+    return m if m is not None and 0 < m < math.inf else None
 
 
 def _usable_median(baseline: Baseline | None, *, min_baseline: int) -> float | None:
     if baseline is None or baseline.episodes < min_baseline:
         return None
-    m = baseline.median_steps
-    return m if m is not None and m > 0 else None
+    return _positive(baseline.median_steps)
 
 
 def _outcome(
@@ -165,7 +163,12 @@ def _duration(facts: EpisodeFacts, *, signals: dict[str, Any]) -> float | None:
     if facts.duration_ms is not None:
         return float(facts.duration_ms)
     latencies = [float(s["latency_ms"]) for s in facts.steps if s.get("latency_ms") is not None]
-    return math.fsum(latencies) if latencies else None
+    if not latencies:
+        return None
+    try:
+        return math.fsum(latencies)
+    except OverflowError:  # latencies near the float maximum: longer than any median
+        return math.inf
 
 
 def _efficiency(
@@ -174,12 +177,12 @@ def _efficiency(
     if baseline is None or baseline.episodes < min_baseline:
         return None
     savings: list[float] = []
-    median_steps = baseline.median_steps
-    if median_steps is not None and median_steps > 0:
+    median_steps = _positive(baseline.median_steps)
+    if median_steps is not None:
         savings.append(_clip((median_steps - len(facts.steps)) / median_steps, -1.0, 1.0))
-    median_duration = baseline.median_duration_ms
+    median_duration = _positive(baseline.median_duration_ms)
     duration = _duration(facts, signals=signals)
-    if median_duration is not None and median_duration > 0 and duration is not None:
+    if median_duration is not None and duration is not None:
         savings.append(_clip((median_duration - duration) / median_duration, -1.0, 1.0))
     if not savings:
         return None
@@ -189,17 +192,22 @@ def _efficiency(
 def _quality(steps: list[dict[str, Any]]) -> float | None:
     if not steps:
         return None
-    failed = [i for i, step in enumerate(steps) if step.get("status") != "ok"]
-    recovered = sum(
-        1
-        for i in failed
-        if any(
-            later.get("status") == "ok" and _same_step_kind(steps[i], later)
-            for later in steps[i + 1 :]
-        )
-    )
-    error_rate = len(failed) / len(steps)
-    recovery_rate = recovered / len(failed) if failed else 0.0
+    # One pass from the end, remembering which tools (and tool-less actions) later
+    # succeeded, so a long episode of failures costs linear, not quadratic, time.
+    ok_tools: set[Any] = set()
+    ok_actions: set[Any] = set()
+    failed = recovered = 0
+    for step in reversed(steps):
+        tool = step.get("tool")
+        if step.get("status") != "ok":
+            failed += 1
+            recovered += (tool in ok_tools) if tool else (step.get("action") in ok_actions)
+        elif tool:
+            ok_tools.add(tool)
+        else:
+            ok_actions.add(step.get("action"))
+    error_rate = failed / len(steps)
+    recovery_rate = recovered / failed if failed else 0.0
     return _ERROR_WEIGHT * error_rate + _RECOVERY_WEIGHT * recovery_rate
 
 
