@@ -32,14 +32,17 @@ class JobRepository:
             await self.session.execute(insert(JOBS), list(rows))
 
     async def waiting(self, namespace: str, kind: str, key: str) -> Job | None:
-        """A job of this kind and key that has not started yet (so a new one is redundant)."""
+        """A job of this kind and key that has not started yet (so a new one is redundant).
+
+        Locked (PostgreSQL) until the caller commits: work folded into it then cannot be
+        lost to a worker that claims it in between, since claim() skips locked rows."""
         query = select(Job).where(
             Job.namespace == namespace,
             Job.kind == kind,
             Job.key == key,
             Job.status.in_(WAITING),
         )
-        return (await self.session.scalars(query.limit(1))).first()
+        return (await self.session.scalars(query.limit(1).with_for_update())).first()
 
     async def any_due(self, *, now: datetime) -> bool:
         """Whether claim() would find something (a read, without taking the write lock)."""

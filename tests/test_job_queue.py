@@ -1,0 +1,63 @@
+"""The job queue under a worker claiming jobs while requests fold work into them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from sqlalchemy import select
+
+from app.core.config import Learning, Settings
+from app.db.engine import create_engine, create_sessionmaker
+from app.db.migrate import migrate
+from app.models import Job
+from app.repositories.jobs import JobRepository
+from app.services.jobs import CREDIT, enqueue, job_row
+from tests.conftest import PG_URL
+
+
+@pytest.mark.skipif(
+    not PG_URL, reason="SQLite runs one write transaction at a time: the claim cannot interleave"
+)
+async def test_work_folded_into_a_job_is_not_lost_to_a_concurrent_claim(
+    settings: Settings,
+) -> None:
+    engine = create_engine(settings)
+    await migrate(engine)
+    sessions = create_sessionmaker(engine, write=True)
+    try:
+        async with sessions() as session:
+            payload = {"episode_ids": ["e1"]}
+            row = job_row("ns", CREDIT, key="credit", payload=payload, now=now(), max_attempts=5)
+            await JobRepository(session).insert_many([row])
+            await session.commit()
+        async with sessions() as request, sessions() as worker:
+            # A reward's request finds the waiting credit job and folds its episode in ...
+            await enqueue(
+                request,
+                "ns",
+                CREDIT,
+                key="credit",
+                payload={"episode_ids": ["e2"]},
+                settings=Learning(),
+            )
+            # ... while the worker claims due jobs and reads what they ask for.
+            claimed = await JobRepository(worker).claim(now=now(), lease_s=60, limit=10)
+            await worker.commit()
+            seen = {
+                eid
+                for _, jid, _ in claimed
+                for eid in (await worker.get_one(Job, ("ns", jid))).payload["episode_ids"]
+            }
+            await request.commit()
+        async with sessions() as session:
+            jobs = list(await session.scalars(select(Job)))
+        waiting = {eid for j in jobs if j.status == "queued" for eid in j.payload["episode_ids"]}
+        # Every episode is either in what the worker read, or still queued for a next claim.
+        assert {"e1", "e2"} <= seen | waiting, (claimed, seen, jobs)
+    finally:
+        await engine.dispose()
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
