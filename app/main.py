@@ -152,9 +152,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         metrics=metrics,
     )
     app.state.metrics = metrics
-    if metrics is not None:
-        app.state.job_depth = JobDepth(metrics, ttl_s=settings.metrics_cache_s)
-        app.include_router(metrics_router)
     app.include_router(health.router)
     app.include_router(episodes.router)
     app.include_router(memories.router)
@@ -163,4 +160,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(learning.router)
     app.include_router(admin.router)
     app.include_router(backup.router)
+    if metrics is not None:
+        # Last: every other request is routed without trying this path first.
+        app.state.job_depth = JobDepth(metrics, ttl_s=settings.metrics_cache_s)
+        app.include_router(metrics_router)
     return app
