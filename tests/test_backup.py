@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import io
-from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -17,7 +15,6 @@ from app.db.engine import create_engine
 from app.main import create_app
 from app.models import Skill, SkillEvent
 from app.repositories.backup import tables
-from app.services.backup_format import ArchiveError, members
 from app.services.ids import uuid7
 from app.services.restore import Contents, RestoreRefused, restore, verify
 from app.storage.snapshot import StoreInUse, open_exclusive
@@ -216,55 +213,6 @@ async def test_round_trip_restores_every_record_and_payload(tmp_path: Path) -> N
         )
         assert found.status_code == 200, found.text
         assert [h["memory"]["content"] for h in found.json()["hits"]] == ["Port 9191."]
-
-
-def _corrupt(data: bytes) -> bytes:
-    """The same archive with one byte of one table member changed (recompressed)."""
-    from app.services.backup_format import ArchiveWriter
-
-    writer = ArchiveWriter(mtime=0)
-    out = b""
-    for name, content in members(io.BytesIO(data)):
-        if name.startswith("tables/episodes/"):
-            changed = content.replace(b"config", b"c0nfig", 1)
-            assert changed != content
-            content = changed
-        out += writer.add(name, content)
-    return out + writer.close()
-
-
-@pytest.mark.parametrize(
-    ("damage", "message"),
-    [
-        (lambda data: data[: len(data) // 2], "truncated or corrupt"),
-        (lambda data: data[:-40], "truncated"),
-        (_corrupt, "checksum"),
-        (lambda data: b"not an archive", "truncated or corrupt"),
-    ],
-)
-async def test_damaged_archive_is_refused_and_nothing_is_written(
-    tmp_path: Path, damage: Callable[[bytes], bytes], message: str
-) -> None:
-    source = _settings(tmp_path / "source", PG_URL)
-    if PG_URL:
-        await _reset_postgres(PG_URL)
-    app = create_app(source)
-    async with running(app) as client:
-        for i in range(5):
-            assert (
-                await client.post("/v1/episodes", json=episode_body(f"t{i}"))
-            ).status_code == 201
-        data = (await client.get("/v1/admin/backup")).content
-    archive = tmp_path / "bad.tar.gz"
-    archive.write_bytes(damage(data))
-    target = await _fresh(tmp_path / "target")
-    with pytest.raises(ArchiveError, match=message):
-        await _restore(archive, target)
-    assert not target.blob_dir.exists()
-    if PG_URL:
-        assert not any((await _rows(target)).values())
-    else:
-        assert not (tmp_path / "target" / "engram.db").exists()
 
 
 async def test_restore_refuses_stores_in_use_or_not_empty(tmp_path: Path) -> None:

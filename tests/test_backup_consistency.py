@@ -1,9 +1,11 @@
 """The archive is one moment of both stores: writes after the snapshot opens stay out of
-it, and deleting an episode then (row, then payload) does not take its payload away."""
+it, and deleting an episode then (row, then payload) does not take its payload away.
+A damaged archive, or one of another schema, is refused before anything is written."""
 
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
@@ -15,8 +17,8 @@ from app.main import create_app
 from app.services import backup
 from app.services.backup_format import HEADER, MANIFEST, ArchiveError, ArchiveWriter, members
 from app.services.restore import check_compatible, restore, verify
-from tests.conftest import auth, episode_body, running
-from tests.test_backup import _fresh, _key, _payloads, _rows
+from tests.conftest import PG_URL, _reset_postgres, auth, episode_body, running
+from tests.test_backup import _fresh, _key, _payloads, _restore, _rows, _settings
 
 
 async def test_writes_after_the_snapshot_opens_are_not_in_it(tmp_path: Path) -> None:
@@ -89,3 +91,52 @@ async def test_an_archive_of_another_schema_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ArchiveError):
         await restore(archive, verify(archive), target)
     assert not target.blob_dir.exists()
+
+
+def _corrupt(data: bytes) -> bytes:
+    """The same archive with one byte of one table member changed (recompressed)."""
+    from app.services.backup_format import ArchiveWriter
+
+    writer = ArchiveWriter(mtime=0)
+    out = b""
+    for name, content in members(io.BytesIO(data)):
+        if name.startswith("tables/episodes/"):
+            changed = content.replace(b"config", b"c0nfig", 1)
+            assert changed != content
+            content = changed
+        out += writer.add(name, content)
+    return out + writer.close()
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda data: data[: len(data) // 2], "truncated or corrupt"),
+        (lambda data: data[:-40], "truncated"),
+        (_corrupt, "checksum"),
+        (lambda data: b"not an archive", "truncated or corrupt"),
+    ],
+)
+async def test_damaged_archive_is_refused_and_nothing_is_written(
+    tmp_path: Path, damage: Callable[[bytes], bytes], message: str
+) -> None:
+    source = _settings(tmp_path / "source", PG_URL)
+    if PG_URL:
+        await _reset_postgres(PG_URL)
+    app = create_app(source)
+    async with running(app) as client:
+        for i in range(5):
+            assert (
+                await client.post("/v1/episodes", json=episode_body(f"t{i}"))
+            ).status_code == 201
+        data = (await client.get("/v1/admin/backup")).content
+    archive = tmp_path / "bad.tar.gz"
+    archive.write_bytes(damage(data))
+    target = await _fresh(tmp_path / "target")
+    with pytest.raises(ArchiveError, match=message):
+        await _restore(archive, target)
+    assert not target.blob_dir.exists()
+    if PG_URL:
+        assert not any((await _rows(target)).values())
+    else:
+        assert not (tmp_path / "target" / "engram.db").exists()
