@@ -15,9 +15,10 @@ from app.db.engine import create_engine
 from app.main import create_app
 from app.models import Skill, SkillEvent
 from app.repositories.backup import tables
+from app.services import backup
 from app.services.ids import uuid7
 from app.services.restore import Contents, RestoreRefused, restore, verify
-from app.storage.snapshot import StoreInUse, open_exclusive
+from app.storage.snapshot import LevelDBSnapshot, StoreInUse, open_exclusive
 from app.worker.runner import Worker
 from tests.conftest import PG_URL, _reset_postgres, auth, episode_body, running
 
@@ -165,6 +166,18 @@ async def _fresh(tmp: Path) -> Settings:
     return _settings(tmp, PG_URL)
 
 
+async def _local_backup(settings: Settings, archive: Path) -> None:
+    engine, db = create_engine(settings), open_exclusive(settings.blob_dir)
+    try:
+        snapshot = await backup.open_snapshot(engine, lambda: LevelDBSnapshot(db))
+        with archive.open("wb") as out:
+            async for block in backup.archive(snapshot):
+                out.write(block)
+    finally:
+        db.close()
+        await engine.dispose()
+
+
 async def _restore(archive: Path, target: Settings, *, force: bool = False) -> None:
     await restore(archive, verify(archive), target, force=force)
 
@@ -192,16 +205,22 @@ async def test_round_trip_restores_every_record_and_payload(tmp_path: Path) -> N
     assert contents.rows == {name: len(r) for name, r in rows.items()}
     assert contents.payloads == len(payloads)
 
-    targets = [await _fresh(tmp_path / "target")]
-    if PG_URL:  # the format is portable: a PostgreSQL archive restores into SQLite too
-        targets.append(_settings(tmp_path / "sqlite-target"))
-    for target in targets:
-        await _restore(archive, target)
-        assert await _rows(target) == rows
-        assert _payloads(target.blob_dir) == payloads
+    if PG_URL:
+        # The format is portable: PostgreSQL's archive restores into SQLite, and an archive
+        # of that SQLite copy (read directly, no server) restores into PostgreSQL.
+        lite = _settings(tmp_path / "sqlite-target")
+        await _restore(archive, lite)
+        assert await _rows(lite) == rows
+        assert _payloads(lite.blob_dir) == payloads
+        archive = tmp_path / "from-sqlite.tar.gz"
+        await _local_backup(lite, archive)
+    target = await _fresh(tmp_path / "target")
+    await _restore(archive, target)
+    assert await _rows(target) == rows
+    assert _payloads(target.blob_dir) == payloads
 
     # The restored service serves what was backed up, the keys included.
-    restored = create_app(targets[0])
+    restored = create_app(target)
     async with running(restored) as client:
         page = (await client.get("/v1/episodes", headers=auth(operator))).json()["items"]
         assert len(page) == len([e for e in rows["episodes"] if e["namespace"] == "default"])
