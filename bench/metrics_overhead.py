@@ -1,16 +1,19 @@
-"""What request metrics cost: GET /health per second on the real server, with
-ENGRAM_METRICS_ENABLED=false and =true, in alternating rounds (the machine is shared,
-so each mode's median of several rounds is compared); the same in-process (the app
-called directly, no sockets: the middleware's share is easier to see); one scrape's
-size and time.
+"""What request metrics cost: GET /health with ENGRAM_METRICS_ENABLED=false and =true.
 
-    python -m bench.metrics_overhead [--rounds 5] [--seconds 5] [--connections 16]
+The machine is shared, so besides requests per second (wall clock, noisy) each mode's
+CPU time per request is measured, which other processes' load barely moves: the real
+server's (from /proc, over all requests of a round) and in-process (the app called
+directly, no sockets, thread CPU time). Rounds alternate the modes and their order;
+medians are compared. Last, one scrape's size and the server's CPU time per scrape.
+
+    python -m bench.metrics_overhead [--rounds 6] [--seconds 5] [--connections 16]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import tempfile
@@ -27,6 +30,8 @@ from bench.loadgen import build_request, run
 from tests.server import EngramServer
 
 HEALTH = build_request("GET", "/health")
+TICK_S = 1 / os.sysconf("SC_CLK_TCK")
+MODES = ("false", "true")
 SCOPE = {
     "type": "http",
     "asgi": {"version": "3.0"},
@@ -43,14 +48,21 @@ SCOPE = {
 }
 
 
-async def in_process(tmp: Path, *, rounds: int, requests: int) -> tuple[float, float]:
-    """Microseconds per GET /health through the whole app, metrics off and on (medians)."""
+def cpu_s(server: EngramServer) -> float:
+    """The server process's user + system CPU time so far."""
+    assert server.proc is not None
+    fields = Path(f"/proc/{server.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * TICK_S
+
+
+async def in_process(tmp: Path, *, rounds: int, requests: int) -> dict[str, float]:
+    """CPU microseconds per GET /health through the whole app, per mode (medians)."""
     apps = {}
-    for mode in (False, True):
+    for mode in MODES:
         settings = Settings(
             database_url=f"sqlite+aiosqlite:///{tmp}/inproc-{mode}.db",
             blob_dir=tmp / f"inproc-{mode}-blobs",
-            metrics_enabled=mode,
+            metrics_enabled=mode == "true",
             log_requests=False,
         )
         settings.learning.worker = False
@@ -62,68 +74,78 @@ async def in_process(tmp: Path, *, rounds: int, requests: int) -> tuple[float, f
     async def send(message: object) -> None:
         return None
 
-    times: dict[bool, list[float]] = {False: [], True: []}
-    async with apps[False].router.lifespan_context(apps[False]):
-        async with apps[True].router.lifespan_context(apps[True]):
+    times: dict[str, list[float]] = {mode: [] for mode in MODES}
+    async with apps["false"].router.lifespan_context(apps["false"]):
+        async with apps["true"].router.lifespan_context(apps["true"]):
             for i in range(rounds):
-                # Alternating which mode goes first: the second of a pair runs warmer.
-                for mode, app in sorted(apps.items(), reverse=i % 2 == 1):
-                    started = time.perf_counter()
+                for mode in sorted(MODES, reverse=i % 2 == 1):
+                    app = apps[mode]
+                    started = time.thread_time()
                     for _ in range(requests):
                         await app(dict(SCOPE), receive, send)
-                    times[mode].append((time.perf_counter() - started) / requests * 1e6)
-    return statistics.median(times[False]), statistics.median(times[True])
+                    times[mode].append((time.thread_time() - started) / requests * 1e6)
+    return {mode: statistics.median(times[mode]) for mode in MODES}
 
 
-async def rate(server: EngramServer, *, seconds: float, connections: int) -> float:
+async def load(server: EngramServer, *, seconds: float, connections: int) -> tuple[float, float]:
+    """Requests per second and the server's CPU microseconds per request."""
+    before = cpu_s(server)
     result = await run(server.port, lambda _: HEALTH, connections=connections, seconds=seconds)
     if result.errors or result.ok != len(result.latencies):
         raise RuntimeError(f"failed requests: {result.errors} errors, {result.statuses}")
-    return result.rate
+    return result.rate, (cpu_s(server) - before) / len(result.latencies) * 1e6
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--connections", type=int, default=16)
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
-        off_us, on_us = asyncio.run(in_process(Path(tmp), rounds=20, requests=1000))
-        print(f"in-process GET /health: {off_us:.1f} us without metrics, {on_us:.1f} us with")
-        print(f"in-process ratio (req/s with/without): {off_us / on_us:.3f}", flush=True)
+        us = asyncio.run(in_process(Path(tmp), rounds=20, requests=1000))
+        print(
+            f"in-process CPU per GET /health: {us['false']:.1f} us without metrics, "
+            f"{us['true']:.1f} us with (ratio of rates {us['false'] / us['true']:.3f})",
+            flush=True,
+        )
         servers = {
             mode: EngramServer(
                 Path(tmp) / mode, ENGRAM_METRICS_ENABLED=mode, ENGRAM_LEARNING__WORKER="false"
             ).start()
-            for mode in ("false", "true")
+            for mode in MODES
         }
         try:
-            rates: dict[str, list[float]] = {mode: [] for mode in servers}
+            rates: dict[str, list[float]] = {mode: [] for mode in MODES}
+            cpu: dict[str, list[float]] = {mode: [] for mode in MODES}
             for server in servers.values():  # warm up both before measuring
-                asyncio.run(rate(server, seconds=1.0, connections=args.connections))
+                asyncio.run(load(server, seconds=1.0, connections=args.connections))
             for i in range(args.rounds):
-                for mode, server in sorted(servers.items(), reverse=i % 2 == 1):
-                    measured = asyncio.run(
-                        rate(server, seconds=args.seconds, connections=args.connections)
+                for mode in sorted(MODES, reverse=i % 2 == 1):
+                    rate, per = asyncio.run(
+                        load(servers[mode], seconds=args.seconds, connections=args.connections)
                     )
-                    rates[mode].append(measured)
-                    print(f"round {i + 1} metrics={mode}: {measured:,.0f} req/s", flush=True)
-            off, on = (statistics.median(rates[m]) for m in ("false", "true"))
-            print(f"median without metrics: {off:,.0f} req/s")
-            print(f"median with metrics:    {on:,.0f} req/s")
-            print(f"ratio with/without:     {on / off:.3f}")
+                    rates[mode].append(rate)
+                    cpu[mode].append(per)
+                    print(f"round {i + 1} metrics={mode}: {rate:,.0f} req/s, {per:.0f} us CPU/req")
+            off, on = (statistics.median(rates[m]) for m in MODES)
+            cpu_off, cpu_on = (statistics.median(cpu[m]) for m in MODES)
+            print(f"server req/s (median): {off:,.0f} without, {on:,.0f} with: {on / off:.3f}")
+            print(
+                f"server CPU per request (median): {cpu_off:.0f} us without, {cpu_on:.0f} us "
+                f"with: rate ratio {cpu_off / cpu_on:.3f}"
+            )
 
-            url = servers["true"].url + "/metrics"
-            times = []
-            for _ in range(20):
-                started = time.perf_counter()
-                body = httpx.get(url).raise_for_status().text
-                times.append(time.perf_counter() - started)
+            server = servers["true"]
+            with httpx.Client(base_url=server.url) as client:
+                before = cpu_s(server)
+                for _ in range(50):
+                    body = client.get("/metrics").raise_for_status().text
+                per_scrape = (cpu_s(server) - before) / 50 * 1000
             print(
                 f"scrape: {len(body):,} bytes, {len(body.splitlines()):,} lines, "
-                f"median {statistics.median(times) * 1000:.1f} ms"
+                f"{per_scrape:.1f} ms server CPU"
             )
         finally:
             for server in servers.values():
