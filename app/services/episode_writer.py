@@ -77,6 +77,7 @@ class _Batch:
     updates: dict[Key, dict[str, Any]] = field(default_factory=dict)
     deletes: list[Key] = field(default_factory=list)
     puts: dict[bytes, bytes] = field(default_factory=dict)
+    reused: list[Key] = field(default_factory=list)  # new episodes with client-chosen ids
     memories: list[dict[str, Any]] = field(default_factory=list)
     memory_ids: set[Key] = field(default_factory=set)
     transitions: list[dict[str, Any]] = field(default_factory=list)
@@ -355,6 +356,8 @@ class EpisodeWriter:
             batch.by_idem[(ns, new.idempotency_key)] = new.key
         batch.inserts.append(row)
         batch.puts.update(new.puts)
+        if new.client_id:
+            batch.reused.append(new.key)
         batch.results.append((cmd.future, Replayed(row, replayed=False)))
 
     def _existing(self, batch: _Batch, key: Key) -> dict[str, Any]:
@@ -448,7 +451,15 @@ class EpisodeWriter:
 
     async def _write(self, session: AsyncSession, batch: _Batch) -> None:
         if batch.puts:
-            await self._blobs.write(batch.puts)  # synced before the rows that point to it
+            # A chosen id may be one whose payload a crash left behind (deleted row, payload
+            # not yet swept): those chunks go in the same batch, or they would read as steps.
+            stale = [
+                key
+                for ns, eid in batch.reused
+                for key in await self._blobs.scan_keys(episode_prefix(ns, eid))
+                if key not in batch.puts
+            ]
+            await self._blobs.write(batch.puts, stale)  # synced before the rows that point to it
         repo = EpisodeRepository(session)
         await repo.insert_many(batch.inserts)
         await MemoryRepository(session).insert_many(batch.memories)
