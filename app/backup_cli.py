@@ -25,8 +25,10 @@ from rich.progress import (
     TimeElapsedColumn,
     TransferSpeedColumn,
 )
+from sqlalchemy.exc import SQLAlchemyError
 
 from app.core.config import Settings, get_settings
+from app.core.errors import AppError
 from app.services.backup_format import PAYLOADS, ArchiveError
 from app.services.restore import Contents, RestoreRefused, check_compatible, restore, verify
 from app.storage.blobs import BlobStoreError
@@ -139,6 +141,8 @@ def backup_command(
 ) -> None:
     """Write a consistent snapshot of the database and the payloads, while the service runs."""
     settings = get_settings()
+    if not path.parent.is_dir():
+        raise _fail(f"no directory {path.parent} to write the archive into")
     started = time.monotonic()
     with _partial(path) as part:
         db = None
@@ -158,6 +162,8 @@ def backup_command(
             console.print(f"no server holds {settings.blob_dir}: reading the stores directly")
             try:
                 asyncio.run(_local(settings, part, db))
+            except (AppError, SQLAlchemyError, OSError) as exc:
+                raise _fail(f"cannot read the stores: {exc}") from exc
             finally:
                 db.close()
         try:
@@ -194,4 +200,6 @@ def restore_command(
             )
     except (ArchiveError, RestoreRefused, BlobStoreError) as exc:
         raise _fail(str(exc)) from exc
+    except (SQLAlchemyError, OSError) as exc:
+        raise _fail(f"cannot restore into {settings.database_url}: {exc}") from exc
     _summary(contents, "restored", path, time.monotonic() - started)

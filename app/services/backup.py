@@ -74,15 +74,15 @@ async def open_snapshot(
         repo = BackupRepository(conn)
         await repo.set_snapshot_isolation()
 
-        async def take() -> BlobSnapshot:
-            await repo.count(tables()[0])  # the first read fixes the transaction's snapshot
-            return take_blobs()
-
-        blobs: BlobSnapshot = await (exclusive(take) if exclusive is not None else take())
-        try:
+        async def take() -> tuple[str, BlobSnapshot]:
+            # The first read fixes the transaction's snapshot.
             revision = await repo.revision()
             if revision is None:
                 raise StoreUnavailable("the database has no schema yet: run `engram migrate`")
+            return revision, take_blobs()
+
+        revision, blobs = await (exclusive(take) if exclusive is not None else take())
+        try:
             counts = {table.name: await repo.count(table) for table in tables()}
         except BaseException:
             blobs.close()
