@@ -14,7 +14,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.api.metrics import count_store_error
 from app.core.errors import AppError
-from app.db.errors import is_store_outage
+from app.db.errors import is_store_outage, outage_reason
 from app.storage.blobs import BlobStoreError
 
 log = logging.getLogger("engram.errors")
@@ -103,18 +103,29 @@ async def _http_error(_: Request, exc: Exception) -> JSONResponse:
     return _json(exc.status_code, body, dict(exc.headers) if exc.headers else None)
 
 
+# A store that fails is mostly back within seconds (a lock released, room made on disk).
+RETRY_SOON = {"Retry-After": "1"}
+
+
 async def _unhandled(request: Request, exc: Exception) -> JSONResponse:
     if isinstance(exc, BlobStoreError):
+        log.warning("payload store unavailable", extra={"reason": str(exc)})
         count_store_error(request, "leveldb")
         return _json(
-            503, {"error": "StoreUnavailable", "detail": f"payload store unavailable: {exc}"}
+            503,
+            {"error": "StoreUnavailable", "detail": f"payload store unavailable: {exc}"},
+            RETRY_SOON,
         )
     if is_store_outage(exc):
-        log.warning("database unavailable", extra={"exc_type": type(exc).__name__})
+        reason = outage_reason(exc)
+        log.warning(
+            "database unavailable", extra={"exc_type": type(exc).__name__, "reason": reason}
+        )
         count_store_error(request, "sql")
         return _json(
             503,
-            {"error": "StoreUnavailable", "detail": f"database unavailable: {type(exc).__name__}"},
+            {"error": "StoreUnavailable", "detail": f"database unavailable: {reason}"},
+            RETRY_SOON,
         )
     log.exception("unhandled error")
     return _json(500, {"error": "InternalError", "detail": "internal error"})

@@ -84,6 +84,12 @@ def _postgres_engine(settings: Settings) -> AsyncEngine:
         pool_size=settings.db_pool_size,
         max_overflow=settings.db_pool_size,
         pool_pre_ping=True,
+        connect_args={
+            "server_settings": {
+                "lock_timeout": str(settings.db_lock_timeout_ms),
+                "statement_timeout": str(settings.db_statement_timeout_ms),
+            }
+        },
     )
 
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TypeVar
@@ -13,6 +16,8 @@ from app.storage.blobs import BlobStoreError
 from app.storage.snapshot import LevelDBSnapshot
 
 T = TypeVar("T")
+log = logging.getLogger("engram.blobs")
+REOPEN_INTERVAL_S = 1.0
 
 
 def _prefix_end(prefix: bytes) -> bytes:
@@ -30,19 +35,67 @@ class LevelDBBlobStore:
                 f"cannot open LevelDB at {path}: {exc} (is another Engram process using it?)"
             ) from exc
         self.path = path
+        # After an I/O error (a full or unwritable disk) LevelDB refuses every later write
+        # until it is opened again: the store then reopens itself, at most once a second,
+        # when nothing else is using it, so that it recovers once the disk is back.
+        self.failure: str | None = None
+        self._active = 0
+        self._reopened: asyncio.Event | None = None
+        self._next_reopen = 0.0
+        self._snapshots: weakref.WeakSet[LevelDBSnapshot] = weakref.WeakSet()
 
     def _require(self) -> plyvel.DB:
         if self._db is None or self._db.closed:
+            if self.failure is not None:
+                raise BlobStoreError(f"payload store failing: {self.failure}")
             raise BlobStoreError("blob store is closed")
         return self._db
 
     async def _run(self, fn: Callable[[], T]) -> T:
+        while self._reopened is not None:
+            await self._reopened.wait()
+        if self.failure is not None and self._may_reopen():
+            await self._reopen()
+        self._active += 1
         try:
             return await asyncio.to_thread(fn)
         except BlobStoreError:
             raise
+        except plyvel.IOError as exc:
+            self.failure = str(exc)
+            raise BlobStoreError(f"blob store error: {exc}") from exc
         except (plyvel.Error, RuntimeError, OSError) as exc:
             raise BlobStoreError(f"blob store error: {exc}") from exc
+        finally:
+            self._active -= 1
+
+    def _may_reopen(self) -> bool:
+        return (
+            self._active == 0
+            and time.monotonic() >= self._next_reopen
+            and not any(not s.closed for s in self._snapshots)
+        )
+
+    async def _reopen(self) -> None:
+        done = self._reopened = asyncio.Event()
+        self._next_reopen = time.monotonic() + REOPEN_INTERVAL_S
+
+        def _open_again() -> None:
+            if self._db is not None and not self._db.closed:
+                self._db.close()
+            self._db = None
+            self._db = plyvel.DB(str(self.path), create_if_missing=True)
+
+        try:
+            await asyncio.to_thread(_open_again)
+        except (plyvel.Error, OSError) as exc:
+            log.warning("payload store still failing", extra={"error": str(exc)})
+        else:
+            log.warning("payload store reopened", extra={"after": self.failure})
+            self.failure = None
+        finally:
+            self._reopened = None
+            done.set()
 
     async def write(self, puts: Mapping[bytes, bytes], deletes: Iterable[bytes] = ()) -> None:
         dels = list(deletes)
@@ -55,6 +108,7 @@ class LevelDBBlobStore:
                     batch.delete(key)
 
         await self._run(_write)
+        self.failure = None
 
     async def get(self, key: bytes) -> bytes | None:
         return await self._run(lambda: self._require().get(key))
@@ -95,10 +149,17 @@ class LevelDBBlobStore:
         return await self._run(_delete)
 
     async def ping(self) -> None:
-        await self._run(lambda: self._require().get(b"\x00ping"))
+        """Raise BlobStoreError unless the store answers (and, after a failure, takes writes)."""
+        if self.failure is None:
+            await self._run(lambda: self._require().get(b"\x00ping"))
+            return
+        await self._run(lambda: self._require().put(b"\x00ping", b"", sync=True))
+        self.failure = None  # a synced write went through: the store works again
 
     def snapshot(self) -> LevelDBSnapshot:
-        return LevelDBSnapshot(self._require())
+        snap = LevelDBSnapshot(self._require())
+        self._snapshots.add(snap)
+        return snap
 
     def close(self) -> None:
         if self._db is not None and not self._db.closed:

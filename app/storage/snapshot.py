@@ -21,6 +21,7 @@ class LevelDBSnapshot:
     def __init__(self, db: plyvel.DB) -> None:
         self._snapshot: Any = db.snapshot()
         self._items: Iterator[tuple[bytes, bytes]] | None = self._snapshot.iterator()
+        self.closed = False
 
     def read(self, max_bytes: int) -> list[tuple[bytes, bytes]]:
         pairs: list[tuple[bytes, bytes]] = []
@@ -40,6 +41,7 @@ class LevelDBSnapshot:
             self._items.close()  # type: ignore[attr-defined]
             self._items = None
         self._snapshot.close()
+        self.closed = True
 
 
 def open_exclusive(path: Path) -> plyvel.DB:
