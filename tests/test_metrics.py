@@ -195,19 +195,21 @@ async def test_an_unhandled_error_is_a_500_counted_under_its_route(app: FastAPI)
         assert requests(await scrape(client), "GET", "/v1/broken", 500) == 1
 
 
-async def test_metrics_need_an_admin_key_once_keys_exist(
+async def test_metrics_need_an_operator_key_once_keys_exist(
     client: httpx.AsyncClient, make_key: Callable[..., Any]
 ) -> None:
     assert (await client.get("/metrics")).status_code == 200  # open mode on loopback
     agent = await make_key("tenant_a", "agent")
     admin = await make_key("tenant_b", "admin")
+    operator = await make_key("tenant_c", "operator")
     assert (await client.get("/metrics")).status_code == 401
     assert (await client.get("/metrics", headers=auth(agent))).status_code == 403
-    samples = await scrape(client, auth(admin))
+    assert (await client.get("/metrics", headers=auth(admin))).status_code == 403
+    samples = await scrape(client, auth(operator))
     # Tenants and keys are never label values.
     text = repr(sorted(samples))
     assert "tenant_" not in text
-    assert admin not in text
+    assert operator not in text
 
 
 async def test_the_metrics_token_opens_metrics_only(settings: Settings) -> None:

@@ -1,4 +1,4 @@
-"""The real `engram serve` over HTTP: /metrics for an admin key, and its JSON log file."""
+"""The real `engram serve` over HTTP: /metrics for an operator key, and its JSON log file."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.conftest import PG_URL, episode_body
 from tests.server import EngramServer
 
-ADMIN_KEY = "egk_operator-bootstrap-key-0123456789abcdef"
+OPERATOR_KEY = "egk_operator-bootstrap-key-0123456789abcdef"
 
 
 def test_metrics_and_logs_of_a_real_server(tmp_path: Path) -> None:
     server = EngramServer(
-        tmp_path, database_url=PG_URL, ENGRAM_BOOTSTRAP_KEY=ADMIN_KEY, ENGRAM_LOG_LEVEL="INFO"
+        tmp_path, database_url=PG_URL, ENGRAM_BOOTSTRAP_KEY=OPERATOR_KEY, ENGRAM_LOG_LEVEL="INFO"
     ).start()
-    headers = {"Authorization": f"Bearer {ADMIN_KEY}"}
+    headers = {"Authorization": f"Bearer {OPERATOR_KEY}"}
     try:
         with httpx.Client(base_url=server.url, headers=headers) as client:
             r = client.post("/v1/episodes", json=episode_body(), headers={"X-Request-Id": "rs-1"})
@@ -45,8 +45,8 @@ def test_metrics_and_logs_of_a_real_server(tmp_path: Path) -> None:
     assert values[("process_open_fds", ())] > 0
 
     text = server.log_path.read_text()
-    assert ADMIN_KEY not in text
-    assert ADMIN_KEY[4:] not in text
+    assert OPERATOR_KEY not in text
+    assert OPERATOR_KEY[4:] not in text
     lines = [json.loads(line) for line in text.splitlines()]
     # (The start-up waits on /health.)
     access = [x for x in lines if x["logger"] == "engram.access" and x["route"] != "/health"]

@@ -1,4 +1,4 @@
-"""GET /metrics: the Prometheus text format, for an admin key or the metrics token."""
+"""GET /metrics: the Prometheus text format, for an operator key or the metrics token."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ class JobDepth:
 
 
 async def _authorize(request: Request, state: AppState) -> None:
-    """The metrics token when it is set and given; otherwise an admin key (or open mode)."""
+    """The metrics token when it is set and given; otherwise an operator key (or open mode)."""
     token = state.settings.metrics_token
     if token is not None:
         scheme, _, given = request.headers.get("authorization", "").partition(" ")
@@ -75,7 +75,8 @@ async def _authorize(request: Request, state: AppState) -> None:
         if scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), expected):
             return
     principal = await get_principal(request)
-    principal.require(Role.ADMIN)
+    # The whole service's figures: a namespace's own admin does not see other tenants'.
+    principal.require(Role.OPERATOR)
 
 
 @router.get("/metrics", include_in_schema=False)

@@ -116,10 +116,6 @@ class Settings(BaseSettings):
     sqlite_synchronous: SQLiteSynchronous = SQLiteSynchronous.FULL
     sqlite_busy_timeout_ms: int = Field(default=5000, ge=0)
     db_pool_size: int = Field(default=10, ge=1)
-    # PostgreSQL: a statement waits at most this long for a lock, and runs at most
-    # db_statement_timeout_ms; past either, the request is a 503 instead of hanging.
-    db_lock_timeout_ms: int = Field(default=5000, ge=0)
-    db_statement_timeout_ms: int = Field(default=60_000, ge=0)
     sweep_interval_s: float = Field(default=3600.0, ge=0)
     auth_cache_ttl_s: float = Field(default=5.0, ge=0)
     log_level: str = "INFO"
