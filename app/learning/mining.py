@@ -42,9 +42,10 @@ def wilson_lcb(successes: float, n: float, *, z: float = Z95) -> float:
     if n <= 0 or successes <= 0:
         return 0.0
     p = successes / n
-    centre = p + z * z / (2 * n)
-    margin = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return max(0.0, (centre - margin) / (1 + z * z / n))
+    # The textbook form multiplied through by n: it has no 1 / n**2, which underflows
+    # to a division by zero for tiny fractional counts.
+    margin = z * math.sqrt(successes * (1 - p) + z * z / 4)
+    return max(0.0, (successes + z * z / 2 - margin) / (n + z * z))
 
 
 def wilson_ucb(successes: float, n: float, *, z: float = Z95) -> float:
@@ -52,6 +53,13 @@ def wilson_ucb(successes: float, n: float, *, z: float = Z95) -> float:
     if n <= 0:
         return 1.0
     return 1.0 - wilson_lcb(n - successes, n, z=z)
+
+
+def signature(items: tuple[str, ...], separator: str) -> str:
+    """Items joined by the separator (" > "), its middle character escaped inside them, so
+    that different items never share a signature ("a > b", "c" against "a", "b > c")."""
+    mark = separator.strip()
+    return separator.join(i.replace("\\", "\\\\").replace(mark, "\\" + mark) for i in items)
 
 
 def context_features(*, domain: str | None, language: str | None, tags: list[str]) -> list[str]:
@@ -94,11 +102,11 @@ def episode_patterns(
     for a, i in first.items():
         for b, j in last.items():
             if a != b and i < j:
-                found.append(Found("sequence", f"{a} > {b}", (a, b)))
+                found.append(Found("sequence", signature((a, b), " > "), (a, b)))
     for failed, fix in dict.fromkeys(recoveries(steps)):
-        found.append(Found("recovery", f"{failed} ! {fix}", (failed, fix)))
+        found.append(Found("recovery", signature((failed, fix), " ! "), (failed, fix)))
     found.extend(Found("context", feature, (feature,)) for feature in dict.fromkeys(context))
     for a, b in dict.fromkeys(zip(skills_applied, skills_applied[1:], strict=False)):
         if a != b:
-            found.append(Found("skill_chain", f"{a} > {b}", (a, b)))
+            found.append(Found("skill_chain", signature((a, b), " > "), (a, b)))
     return found

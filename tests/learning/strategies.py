@@ -38,7 +38,24 @@ MAX_FLOAT = sys.float_info.max
 STATUSES = ("ok", "error", "timeout")
 
 # Few distinct names, so duplicates and repeats are common; odd ones included on purpose.
-SHORT_NAMES = st.sampled_from(["read", "edit", "test", "a > b", "x.y", "é", "日本", "\x1f", " "])
+SHORT_NAMES = st.sampled_from(
+    [
+        "a",
+        "b",
+        "read",
+        "a > b",
+        "b > c",
+        "a >",
+        "> b",
+        "x ! y",
+        "\\",
+        "x.y",
+        "é",
+        "日本",
+        "\x1f",
+        " ",
+    ]
+)
 HUGE_NAMES = st.builds(lambda c, n: c * n, st.sampled_from(["a", "ü", "🙂"]), st.integers(1, 2000))
 NAMES = st.one_of(SHORT_NAMES, st.text(min_size=1, max_size=20), HUGE_NAMES)
 TOOLS = st.one_of(st.none(), st.sampled_from(["shell", "git", "x.y", ""]), NAMES)
