@@ -160,7 +160,7 @@ async def test_store_failures_are_counted_by_store(app: FastAPI, client: httpx.A
     assert (await client.get(f"/v1/episodes/{eid}")).status_code == 503
     samples = await scrape(client)
     assert value(samples, "engram_store_errors_total", store="leveldb") == 2
-    assert value(samples, "engram_store_errors_total", store="sql") == 0
+    assert samples[("engram_store_errors_total", frozenset({("store", "sql")}))] == 0
     assert requests(samples, "GET", EPISODE, 503) == 1
 
 

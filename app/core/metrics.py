@@ -116,10 +116,12 @@ class Metrics:
         )
         self.store_errors = Counter(
             "engram_store_errors",
-            "Store failures answered with 503, by store (sql, leveldb)",
+            "Store failures (answered with 503, or met counting jobs), by store (sql, leveldb)",
             ["store"],
             registry=registry,
         )
+        for store in ("sql", "leveldb"):
+            self.store_errors.labels(store)  # present at zero: increase() sees the first one
         self.recalls = Counter("engram_recalls", "Recall decisions made", registry=registry)
         self.recall_candidates = Histogram(
             "engram_recall_candidates",
