@@ -27,7 +27,9 @@ FRACTIONAL = st.floats(0.0, 1e9, allow_nan=False).flatmap(
     lambda n: st.tuples(st.floats(0.0, n), st.just(n))
 )
 SKILLS = st.lists(st.sampled_from(["s1", "s2", "s3"]), max_size=6)
-EPISODE = st.tuples(st.lists(step(), max_size=12), st.lists(FEATURES, max_size=4), SKILLS, st.booleans())
+EPISODE = st.tuples(
+    st.lists(step(), max_size=12), st.lists(FEATURES, max_size=4), SKILLS, st.booleans()
+)
 
 
 @PROFILE
