@@ -109,6 +109,7 @@ class CrashLoop:
             data_dir, database_url=self.database_url, ENGRAM_LOG_REQUESTS="false"
         )
         self.result = Result()
+        self.agents: list[Client] = []
         self.progress: Callable[[Result], None] | None = None
         self.ledger = self.result.ledger
 
@@ -119,13 +120,23 @@ class CrashLoop:
 
     async def round(self, http: httpx.AsyncClient) -> None:
         """Traffic, a kill at a random moment, the checks while down, restart, read-back."""
-        seed = self.rng.randrange(2**32)
-        clients = [
-            Client(http, self.ledger, random.Random(seed + i), f"r{self.result.kills}c{i}")
-            for i in range(self.clients)
-        ]
-        tasks = [asyncio.create_task(c.run()) for c in clients]
-        await asyncio.sleep(self.rng.uniform(0.05, 1.5))
+        if not self.agents:
+            # The same clients every round: what they created before a kill, they change after.
+            seeds = [self.rng.randrange(2**32) for _ in range(self.clients)]
+            self.agents = [
+                Client(http, self.ledger, random.Random(seed), f"c{i}")
+                for i, seed in enumerate(seeds)
+            ]
+        tasks = [asyncio.create_task(c.run()) for c in self.agents]
+        # Kill after a random number of acknowledged writes (so every round makes progress,
+        # however loaded the machine), then a random delay: requests are in flight.
+        target = sum(self.ledger.acked.values()) + self.rng.randint(1, 30)
+        deadline = time.monotonic() + 120
+        while sum(self.ledger.acked.values()) < target and time.monotonic() < deadline:
+            if all(t.done() for t in tasks):
+                break
+            await asyncio.sleep(0.005)
+        await asyncio.sleep(self.rng.uniform(0.0, 0.3))
         quiet = self.rng.random() < 0.2
         if quiet:
             # Stop the traffic and let the worker run the jobs it queued; kill mid-job.
