@@ -1,6 +1,6 @@
 """Every operation of the OpenAPI document, fuzzed: no 5xx, only documented answers.
 
-ENGRAM_FUZZ_EXAMPLES sets the examples per operation and generation mode (default 10);
+ENGRAM_FUZZ_EXAMPLES sets the examples per operation and generation mode (default 6);
 `python -m bench.fuzz` runs the same fuzzing deeper and prints its figures.
 """
 
@@ -18,7 +18,7 @@ from app.core.config import Settings
 from app.main import create_app
 from tests.fuzzing import HEADERS, fuzz, fuzz_settings, seed
 
-EXAMPLES = int(os.environ.get("ENGRAM_FUZZ_EXAMPLES", "10"))
+EXAMPLES = int(os.environ.get("ENGRAM_FUZZ_EXAMPLES", "6"))
 
 
 @pytest.fixture
