@@ -48,6 +48,7 @@ def serve(
     """Apply migrations and serve the HTTP API."""
     import uvicorn
 
+    from app.api.connection import protocol_with
     from app.core.errors import StartupRefused
     from app.main import create_app
 
@@ -72,6 +73,7 @@ def serve(
         access_log=False,
         proxy_headers=False,
         timeout_keep_alive=30,
+        http=protocol_with(settings.limits.header_timeout_s),
     )
     server = uvicorn.Server(config)
     server.run()

@@ -148,6 +148,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         EngramMiddleware,
         max_body_bytes=settings.limits.max_body_bytes,
         log_requests=settings.log_requests,
+        body_timeout_s=settings.limits.body_timeout_s,
         load=load,
         metrics=metrics,
     )

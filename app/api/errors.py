@@ -25,6 +25,7 @@ _HTTP_NAMES = {
     403: "Forbidden",
     404: "NotFound",
     405: "MethodNotAllowed",
+    408: "RequestTimeout",
     413: "PayloadTooLarge",
     415: "UnsupportedMediaType",
 }
@@ -98,9 +99,12 @@ async def _http_error(_: Request, exc: Exception) -> JSONResponse:
         return _invalid_body(f"invalid JSON: {reason}")
     name = _HTTP_NAMES.get(exc.status_code, "HTTPError")
     body = {"error": name, "detail": str(exc.detail)}
-    if exc.status_code == 413:
+    headers = dict(exc.headers) if exc.headers else {}
+    if exc.status_code in (408, 413):
         body["field"] = "body"
-    return _json(exc.status_code, body, dict(exc.headers) if exc.headers else None)
+        # The rest of the body may still be on its way: this connection cannot be reused.
+        headers["Connection"] = "close"
+    return _json(exc.status_code, body, headers or None)
 
 
 # A store that fails is mostly back within seconds (a lock released, room made on disk).

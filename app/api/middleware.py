@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import time
@@ -27,6 +28,13 @@ SECURITY_HEADERS = [
     (b"referrer-policy", b"no-referrer"),
     (b"cache-control", b"no-store"),
 ]
+
+
+class BodyTimeout(HTTPException):
+    """The body did not arrive within the limit: a stalled or deliberately slow client."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(408, f"request body not received within {seconds:g} s")
 
 
 class BodyTooLarge(HTTPException):
@@ -68,12 +76,14 @@ class EngramMiddleware:
         *,
         max_body_bytes: int,
         log_requests: bool,
+        body_timeout_s: float = 30.0,
         load: Load | None = None,
         metrics: Metrics | None = None,
     ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.log_requests = log_requests
+        self.body_timeout_s = body_timeout_s
         self.load = load or Load()
         self.metrics = metrics
 
@@ -105,14 +115,26 @@ class EngramMiddleware:
             await send(message)
 
         received = 0
+        body_done = False
+        # The whole body must arrive by this time: a client that sends it a byte at a time
+        # cannot hold a worker. After the body, receive() only waits for a disconnect (a
+        # streamed export listens for one all along) and has no deadline.
+        deadline = asyncio.get_running_loop().time() + self.body_timeout_s
 
         async def receive_wrapper() -> Message:
-            nonlocal received
-            message = await receive()
+            nonlocal received, body_done
+            if body_done:
+                return await receive()
+            try:
+                async with asyncio.timeout_at(deadline):
+                    message = await receive()
+            except TimeoutError:
+                raise BodyTimeout(self.body_timeout_s) from None
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > limit:
                     raise BodyTooLarge(limit)
+                body_done = not message.get("more_body", False)
             return message
 
         write = scope["method"] not in ("GET", "HEAD")
@@ -130,6 +152,11 @@ class EngramMiddleware:
                 except BodyTooLarge:
                     if status == 0:
                         await self._too_large(send_wrapper, limit)
+                except BodyTimeout as exc:
+                    if status == 0:
+                        start, body = _error(408, "RequestTimeout", str(exc.detail), field="body")
+                        await send_wrapper(start)
+                        await send_wrapper({"type": "http.response.body", "body": body})
                 except Exception:
                     if status != 0:
                         raise  # the answer has begun; the server closes the connection

@@ -33,6 +33,10 @@ class Limits(BaseModel):
     max_step_bytes: int = Field(default=65_536, ge=256)
     max_metadata_bytes: int = Field(default=16_384, ge=64)
     max_page_size: int = Field(default=200, ge=1)
+    # Slow clients: a connection must send a request's headers within header_timeout_s of
+    # opening (or of starting the request), and its whole body within body_timeout_s.
+    header_timeout_s: float = Field(default=10.0, gt=0)
+    body_timeout_s: float = Field(default=30.0, gt=0)
     default_page_size: int = Field(default=50, ge=1)
 
 
@@ -116,6 +120,10 @@ class Settings(BaseSettings):
     sqlite_synchronous: SQLiteSynchronous = SQLiteSynchronous.FULL
     sqlite_busy_timeout_ms: int = Field(default=5000, ge=0)
     db_pool_size: int = Field(default=10, ge=1)
+    # PostgreSQL: a statement waits at most this long for a lock, and runs at most
+    # db_statement_timeout_ms; past either, the request is a 503 instead of hanging.
+    db_lock_timeout_ms: int = Field(default=5000, ge=0)
+    db_statement_timeout_ms: int = Field(default=60_000, ge=0)
     sweep_interval_s: float = Field(default=3600.0, ge=0)
     auth_cache_ttl_s: float = Field(default=5.0, ge=0)
     log_level: str = "INFO"
