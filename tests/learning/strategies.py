@@ -19,7 +19,7 @@ from app.learning.skills import EpisodeView
 _SLOW_INPUTS = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example]
 settings.register_profile(
     "ci",
-    max_examples=60,
+    max_examples=50,
     derandomize=True,
     database=None,
     deadline=None,
@@ -27,7 +27,7 @@ settings.register_profile(
 )
 settings.register_profile(
     "deep",
-    max_examples=3000,
+    max_examples=1000,
     database=None,
     deadline=None,
     suppress_health_check=_SLOW_INPUTS,
