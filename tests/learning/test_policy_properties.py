@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -21,6 +21,9 @@ from app.learning.policy import (
 )
 from app.schemas.memory import MemoryStatus, MemoryType
 from tests.learning.strategies import PROFILE, UNIT
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsLenAndGetItem
 
 T = TypeVar("T")
 
@@ -65,7 +68,7 @@ class Scripted(random.Random):
     def random(self) -> float:
         return 0.0 if self.explore else 1.0
 
-    def choice(self, seq: Sequence[T]) -> T:
+    def choice(self, seq: SupportsLenAndGetItem[T]) -> T:
         self.lengths.append(len(seq))
         return seq[self.picks[len(self.lengths) - 1]]
 
