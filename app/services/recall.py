@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -38,6 +39,15 @@ _REASONS = {
 }
 
 
+@dataclass
+class Choice:
+    """A recall decided but not yet logged: its answer and its transition row."""
+
+    response: RecallResponse
+    transition: dict[str, Any]
+    selected: list[str]
+
+
 class RecallService:
     def __init__(
         self,
@@ -48,7 +58,9 @@ class RecallService:
         rng: random.Random,
     ) -> None:
         # Candidates are read in the request's (read) session; the decision is written
-        # through the writer's group commit, so a recall never holds the write lock.
+        # through the writer's group commit, so a recall never holds the write lock. The
+        # read session must end before `log`: the writer takes a connection of the same
+        # pool, and recalls holding every connection while they wait for it would starve it.
         self.memories = MemoryRepository(session)
         self.usage = MemoryUsageRepository(session)
         self.writer = writer
@@ -78,8 +90,8 @@ class RecallService:
                 found.setdefault(memory.id, (memory, 0.0, 0))
         return [c for c in found.values() if scope_compatible(c[0].scope, req.scope)]
 
-    async def recall(self, namespace: str, req: RecallRequest) -> RecallResponse:
-        """Select memories under the token budget; the decision is logged as a transition."""
+    async def choose(self, namespace: str, req: RecallRequest) -> Choice:
+        """Select memories under the token budget (reads only; `log` records the decision)."""
         now = datetime.now(UTC)
         found = await self._candidates(namespace, req, now)
         by_id = {m.id: (m, score, rank) for m, score, rank in found}
@@ -140,30 +152,27 @@ class RecallService:
             "inclusion": decision.inclusion,
             "explored": decision.explored,
         }
-        await self.writer.log_transition(
-            {
-                "namespace": namespace,
-                "id": recall_id,
-                "task_id": req.task_id,
-                "agent_id": req.agent_id,
-                "task_type": req.task_type,
-                "policy_id": POLICY_ID,
-                "policy_version": POLICY_VERSION,
-                "state": state,
-                "action": action,
-                "observation_vector": observation_vector(
-                    state, self.settings.max_candidates, pad=False
-                ),
-                "propensity": decision.propensity,
-                "status": "pending",
-                "reward": None,
-                "reward_id": None,
-                "next_id": None,
-                "created_at": now,
-                "completed_at": None,
-            },
-            selected=decision.order,
-        )
+        transition = {
+            "namespace": namespace,
+            "id": recall_id,
+            "task_id": req.task_id,
+            "agent_id": req.agent_id,
+            "task_type": req.task_type,
+            "policy_id": POLICY_ID,
+            "policy_version": POLICY_VERSION,
+            "state": state,
+            "action": action,
+            "observation_vector": observation_vector(
+                state, self.settings.max_candidates, pad=False
+            ),
+            "propensity": decision.propensity,
+            "status": "pending",
+            "reward": None,
+            "reward_id": None,
+            "next_id": None,
+            "created_at": now,
+            "completed_at": None,
+        }
 
         selected = []
         for cid in decision.order:
@@ -190,7 +199,7 @@ class RecallService:
             SuppressedMemory(memory_id=cid, reason=reason, probability=decision.inclusion[cid])
             for cid, reason in decision.suppressed.items()
         ]
-        return RecallResponse(
+        response = RecallResponse(
             recall_id=recall_id,
             policy=PolicyRef(id=POLICY_ID, version=POLICY_VERSION),
             token_budget=req.token_budget,
@@ -199,3 +208,9 @@ class RecallService:
             suppressed=suppressed,
             propensity=decision.propensity,
         )
+        return Choice(response=response, transition=transition, selected=decision.order)
+
+    async def log(self, choice: Choice) -> RecallResponse:
+        """Log the decision as a transition (through the writer's group commit)."""
+        await self.writer.log_transition(choice.transition, selected=choice.selected)
+        return choice.response

@@ -37,8 +37,10 @@ async def recall(request: Request) -> Response:
         service = RecallService(
             session, writer=state.writer, settings=state.settings.recall, rng=state.recall_rng
         )
-        result = await service.recall(principal.namespace, body)
+        choice = await service.choose(principal.namespace, body)
         await session.commit()
+    # Logged once the read connection is back in the pool, which the writer draws on too.
+    result = await service.log(choice)
     return Response(result.model_dump_json(), media_type="application/json")
 
 
