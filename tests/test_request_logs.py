@@ -164,3 +164,44 @@ def test_a_key_in_a_message_is_masked() -> None:
     )
     line = json.loads(JsonFormatter().format(record))
     assert line["msg"] == "saw egk_[redacted]"
+
+
+async def test_a_client_gone_before_its_body_is_a_499_not_an_error(
+    app: FastAPI, client: httpx.AsyncClient, logs: Logs
+) -> None:
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.disconnect"}  # what the server reports once the client is gone
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/v1/episodes",
+        "raw_path": b"/v1/episodes",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"content-type", b"application/json"), (b"x-request-id", b"gone-1")],
+        "client": ("127.0.0.1", 40000),
+        "server": ("127.0.0.1", 8080),
+    }
+    await app(scope, receive, send)
+    assert sent == []
+    lines = logs()
+    assert [line["msg"] for line in lines if line["level"] == "error"] == []
+    (access,) = [line for line in lines if line["logger"] == "engram.access"]
+    assert (access["status"], access["route"], access["request_id"]) == (
+        499,
+        "/v1/episodes",
+        "gone-1",
+    )
+    scraped = (await client.get("/metrics")).text
+    assert 'engram_http_requests_total{method="POST",route="/v1/episodes",status="499"} 1.0' in (
+        scraped
+    )

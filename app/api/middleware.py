@@ -11,6 +11,7 @@ from typing import Any
 
 import orjson
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.core.logging import request_id_var
@@ -21,6 +22,7 @@ errors_log = logging.getLogger("engram.errors")
 # An incoming X-Request-Id is echoed and logged only if it is short and plain; any other
 # value (control characters, quotes, kilobytes) is replaced by an id of our own.
 REQUEST_ID = re.compile(rb"[A-Za-z0-9._:\-]{1,128}")
+CLIENT_CLOSED = 499
 
 SECURITY_HEADERS = [
     (b"x-content-type-options", b"nosniff"),
@@ -157,6 +159,10 @@ class EngramMiddleware:
                         start, body = _error(408, "RequestTimeout", str(exc.detail), field="body")
                         await send_wrapper(start)
                         await send_wrapper({"type": "http.response.body", "body": body})
+                except ClientDisconnect:
+                    # Gone before its body arrived: no one to answer, and no defect of ours.
+                    # Counted and logged as 499, the status proxies use for it.
+                    status = status or CLIENT_CLOSED
                 except Exception:
                     if status != 0:
                         raise  # the answer has begun; the server closes the connection
