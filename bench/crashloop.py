@@ -115,7 +115,8 @@ class CrashLoop:
 
     async def start(self) -> None:
         offset = self.server.log_path.stat().st_size if self.server.log_path.exists() else 0
-        await asyncio.to_thread(self.server.start)
+        # Generous: on a loaded machine the interpreter alone can take half a minute to start.
+        await asyncio.to_thread(self.server.start, timeout=180)
         self.result.orphans_swept += await asyncio.to_thread(sweep_removed, self.server, offset)
 
     async def round(self, http: httpx.AsyncClient) -> None:
