@@ -7,7 +7,7 @@ import re
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, AwareDatetime, Field, StringConstraints
+from pydantic import AfterValidator, AwareDatetime, BeforeValidator, Field, StringConstraints
 
 from app.core.errors import NotFound
 
@@ -58,8 +58,20 @@ def storable(value: Any) -> Any:
 JsonValue = Annotated[Any, AfterValidator(storable)]
 JsonObject = Annotated[dict[str, Any], AfterValidator(storable)]
 
-# Every timestamp the API takes: timezone-aware, stored and compared in UTC.
-Timestamp = Annotated[AwareDatetime, AfterValidator(_in_utc)]
+_NUMBER = re.compile(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*")
+
+
+def _iso_8601(value: Any) -> Any:
+    # pydantic would also read a number as Unix time ("since": 1e-66 is 1970); the
+    # document promises ISO 8601 text, and a number there is more likely a mistake.
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if number or (isinstance(value, str) and _NUMBER.fullmatch(value)):
+        raise ValueError("expected an ISO 8601 date-time with a timezone, e.g. 2026-01-31T12:00Z")
+    return value
+
+
+# Every timestamp the API takes: ISO 8601, timezone-aware, stored and compared in UTC.
+Timestamp = Annotated[AwareDatetime, BeforeValidator(_iso_8601), AfterValidator(_in_utc)]
 
 
 _IDENT = re.compile(IDENT_PATTERN)

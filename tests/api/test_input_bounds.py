@@ -187,3 +187,14 @@ async def test_every_operation_documents_its_422_in_the_error_shape(
         for operation in operations.values():
             assert operation["responses"]["422"]["content"]["application/json"]["schema"] == error
     assert "HTTPValidationError" not in doc["components"]["schemas"]
+
+
+@pytest.mark.parametrize("when", [1700000000, 2.2e-66, "1700000000", " 1.5e3 "])
+async def test_numbers_are_not_timestamps(client: httpx.AsyncClient, when: Any) -> None:
+    # Read as Unix times they were accepted (2.2e-66 as 1970), against the document.
+    assert_invalid(await client.post("/v1/reflect", json={"since": when}), "since")
+    r = await client.post("/v1/episodes", json={"task_id": "t", "started_at": when})
+    assert_invalid(r, "started_at")
+    assert_invalid(await client.get("/v1/episodes", params={"since": str(when)}), "since")
+    r = await client.post("/v1/reflect", json={"since": "2026-01-31T12:00+01:00"})
+    assert r.status_code == 200, r.text
