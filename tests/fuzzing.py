@@ -25,6 +25,7 @@ from schemathesis.python.asgi import ASGIClient
 from schemathesis.schemas import APIOperation, BaseSchema
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
+    negative_data_rejection,
     response_headers_conformance,
     response_schema_conformance,
     status_code_conformance,
@@ -37,9 +38,12 @@ CHECKS = [
     not_a_server_error,
     status_code_conformance,
     content_type_conformance,
+    negative_data_rejection,
     response_headers_conformance,
     response_schema_conformance,
 ]
+# Invalid requests must also be refused (a 4xx), not taken.
+NEGATIVE_CHECKS = [*CHECKS, negative_data_rejection]
 KEY = "egk_fuzz_" + "k" * 40
 HEADERS = {"Authorization": f"Bearer {KEY}"}
 
@@ -174,7 +178,8 @@ def fuzz(
                         generation_mode=mode, headers=headers, path_parameters=params
                     )
                 )
-            _run(operation, st.one_of(strategies), client, examples, report)
+            checks = NEGATIVE_CHECKS if mode is GenerationMode.NEGATIVE else CHECKS
+            _run(operation, st.one_of(strategies), client, checks, examples, report)
     report.seconds = time.perf_counter() - started
     return report
 
@@ -183,6 +188,7 @@ def _run(
     operation: APIOperation,
     strategy: st.SearchStrategy[Any],
     client: ASGIClient,
+    checks: list[Any],
     examples: int,
     report: Report,
 ) -> None:
@@ -207,7 +213,7 @@ def _run(
             return
         report.statuses[operation.label][response.status_code] += 1
         try:
-            case.validate_response(response, checks=CHECKS)
+            case.validate_response(response, checks=checks)
         except FailureGroup as group:
             for failure in group.exceptions:
                 key = (operation.label, failure.title)
