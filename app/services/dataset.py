@@ -27,7 +27,11 @@ from app.models import Transition
 from app.repositories.rl import DatasetFilters, TransitionRepository
 
 CHUNK = 500
-RAW_CHUNK = 200  # rows of the NDJSON transitions export read at a time
+# Rows of the NDJSON transitions export read at a time. A row is tens of kilobytes, read
+# in the thread of whichever pooled connection serves the export, and each such thread's
+# malloc arena keeps its high-water mark: 200 rows grew the server by ~180 MiB in a
+# 90 s soak with periodic downloads, 50 rows by ~70 MiB (~30 MiB without downloads).
+RAW_CHUNK = 50
 
 
 def metadata(settings: RecallSettings) -> dict[str, Any]:
