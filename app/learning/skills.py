@@ -109,7 +109,8 @@ def _needed(action: str, unguided: Sequence[EpisodeView], *, min_support: int) -
     action (at most NEEDED_RATIO of the rate with it); True when too few lack it to tell."""
     without = [e for e in unguided if action not in e.actions]
     with_it = [e for e in unguided if action in e.actions]
-    if len(without) < min_support or not with_it:
+    # None without it is too few to tell, whatever min_support says.
+    if len(without) < max(1, min_support) or not with_it:
         return True
     rate_without = sum(e.success for e in without) / len(without)
     rate_with = sum(e.success for e in with_it) / len(with_it)

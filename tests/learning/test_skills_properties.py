@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from app.learning.mining import wilson_ucb
@@ -49,6 +49,8 @@ def _check(proc: Procedure, win: list[EpisodeView]) -> None:
 
 @PROFILE
 @given(window(), SUPPORT, SHARES)
+# Every episode had the action and min_support was 0: once a ZeroDivisionError.
+@example([EpisodeView("e0", ("a",), ("ok",), True, 1.0)], 0, 1.0)
 def test_derived_steps_come_from_the_successes(
     win: list[EpisodeView], min_support: int, share: float
 ) -> None:
