@@ -172,7 +172,8 @@ def fuzz(
             # The key is fixed, not generated: requests without one are tested elsewhere.
             strategies = [operation.as_strategy(generation_mode=mode, headers=headers)]
             if params:
-                # Half the cases aim at seeded records, so more than 404s get checked.
+                # Cases aim at seeded records too (as many as differ in other parts), so
+                # more than 404s get checked.
                 strategies.append(
                     operation.as_strategy(
                         generation_mode=mode, headers=headers, path_parameters=params
