@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
@@ -380,6 +380,18 @@ class MemoryUsageRepository:
             .limit(limit)
         )
         return list((await self.session.execute(stmt)).scalars())
+
+    async def lock(self, namespace: str, ids: Iterable[str]) -> None:
+        """Lock the rows in id order (PostgreSQL): transactions that update overlapping sets
+        of memories (a batch of recalls, a reward) then wait for each other, not deadlock."""
+        wanted = sorted(set(ids))
+        if wanted and self.session.get_bind().dialect.name == "postgresql":
+            await self.session.execute(
+                select(MEMORIES.c.id)
+                .where(MEMORIES.c.namespace == namespace, MEMORIES.c.id.in_(wanted))
+                .order_by(MEMORIES.c.id)
+                .with_for_update()
+            )
 
     async def mark_used(self, namespace: str, ids: Sequence[str], *, now: datetime) -> None:
         if ids:

@@ -432,6 +432,14 @@ class EpisodeWriter:
             row = r["row"]
             if row["task_id"] is not None:
                 await transitions.link_previous(row["namespace"], row["task_id"], row["id"])
+        # Transitions first, then memories in id order, as a reward takes them.
+        chosen: dict[str, set[str]] = {}
+        for r in rows:
+            chosen.setdefault(r["row"]["namespace"], set()).update(r["selected"])
+        for namespace in sorted(chosen):
+            await usage.lock(namespace, chosen[namespace])
+        for r in rows:
+            row = r["row"]
             await usage.mark_used(row["namespace"], r["selected"], now=row["created_at"])
 
     def _decide_delete(self, batch: _Batch, cmd: _Command) -> None:

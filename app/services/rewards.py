@@ -174,6 +174,7 @@ class RewardService:
             # savepoint, and the answer is the one a second, later request gets.
             fresh = await self._reload(namespace, ids)
             return await self._replay_or_conflict(namespace, fresh, fingerprint), False
+        await self.usage.lock(namespace, (m for t in pending for m in t.action["selected"]))
         for transition in pending:
             await self.usage.credit(namespace, transition.action["selected"], scalar)
         reward = Reward(**row)
