@@ -3,7 +3,8 @@
 Patterns are counted per task type, one episode at a time, so that mining a new
 episode costs the same however many came before it:
   action       an action (tool.action) the episode performed
-  sequence     an ordered pair of actions, a before b with any gap between them
+  sequence     an ordered pair of actions, a before b with any gap between them, among
+               the episode's first MAX_SEQUENCE_ACTIONS distinct actions
   recovery     a failed step followed by the first later ok step that recovered it
   context      a context feature (domain=, language=, tag=) of the episode
   skill_chain  two skills the agent applied one after the other
@@ -22,6 +23,9 @@ from typing import Any
 from app.learning.reflection import action_key
 
 Z95 = 1.959963984540054
+# Pairs grow with the square of the distinct actions: an episode of 1,000 distinct
+# actions would add half a million sequence counters. Typical episodes have a few dozen.
+MAX_SEQUENCE_ACTIONS = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,8 +103,10 @@ def episode_patterns(
         last[key] = i
     found = [Found("task", "", ())]
     found.extend(Found("action", key, (key,)) for key in first)
-    for a, i in first.items():
-        for b, j in last.items():
+    paired = dict(list(first.items())[:MAX_SEQUENCE_ACTIONS])
+    for a, i in paired.items():
+        for b in paired:
+            j = last[b]
             if a != b and i < j:
                 found.append(Found("sequence", signature((a, b), " > "), (a, b)))
     for failed, fix in dict.fromkeys(recoveries(steps)):

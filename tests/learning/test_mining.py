@@ -227,3 +227,16 @@ def test_episode_patterns_no_self_pairs_for_repeated_action() -> None:
 
 def test_empty_episode_still_counts_for_the_task() -> None:
     assert episode_patterns(steps=[], context=[], skills_applied=[]) == [Found("task", "", ())]
+
+
+def test_sequence_pairs_are_bounded_for_long_episodes() -> None:
+    from app.learning.mining import MAX_SEQUENCE_ACTIONS, episode_patterns
+
+    steps = [{"tool": "fs", "action": f"read_{i}", "status": "ok"} for i in range(1000)]
+    found = episode_patterns(steps=steps, context=[], skills_applied=[])
+    sequences = [f for f in found if f.kind == "sequence"]
+    n = MAX_SEQUENCE_ACTIONS
+    assert len(sequences) == n * (n - 1) // 2
+    assert len([f for f in found if f.kind == "action"]) == 1000
+    assert ("fs.read_0", "fs.read_1") in {f.items for f in sequences}
+    assert not any("fs.read_999" in f.items for f in sequences)
