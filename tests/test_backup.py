@@ -278,6 +278,11 @@ async def test_backup_needs_an_operator_key(tmp_path: Path) -> None:
         r = await client.get("/v1/admin/backup", headers=auth(operator))
         assert r.status_code == 200
         assert verify_bytes(r.content, tmp_path).rows["api_keys"] == 4
+        # The denials and the download are in the audit log, the download service-wide.
+        events = (await client.get("/v1/audit", headers=auth(operator))).json()["items"]
+        actions = [(e["action"], e["namespace"], e["outcome"]) for e in events]
+        assert actions[0] == ("backup.download", "*", "ok")
+        assert actions.count(("request.denied", "default", "denied")) == 3
 
 
 def verify_bytes(data: bytes, tmp: Path) -> Contents:

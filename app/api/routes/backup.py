@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 
-from app.api.deps import OperatorDep, StateDep
+from app.api.deps import OperatorDep, StateDep, client_address, write_session
 from app.core.errors import error_responses
-from app.services import backup
+from app.services import audit, backup
 
 router = APIRouter(prefix="/v1/admin", tags=["admin"])
 
@@ -22,8 +22,18 @@ router = APIRouter(prefix="/v1/admin", tags=["admin"])
         },
     },
 )
-async def download_backup(principal: OperatorDep, state: StateDep) -> StreamingResponse:
+async def download_backup(
+    principal: OperatorDep, state: StateDep, request: Request
+) -> StreamingResponse:
     """Every namespace's tables and payloads as of one moment (operator keys only)."""
+    async with write_session(state) as session:
+        await audit.record(
+            session,
+            action="backup.download",
+            namespace=audit.SERVICE,
+            actor=principal,
+            client=client_address(request),
+        )
     snapshot = await backup.open_snapshot(
         state.engine, state.blobs.snapshot, exclusive=state.writer.exclusive
     )
