@@ -56,10 +56,12 @@ class Result:
 
     def lines(self) -> list[str]:
         led = self.ledger
+        writes = Counter({k: n for k, n in led.acked.items() if k != "read"})
         return [
             f"kills: {self.kills} ({self.quiet_kills} with the traffic stopped, "
             f"{self.mid_job_kills} with jobs running)",
-            f"acknowledged writes: {dict(sorted(led.acked.items()))}",
+            f"acknowledged writes: {dict(sorted(writes.items()))}",
+            f"reads (episodes read back, lookups): {led.acked['read']}",
             f"in flight when killed (lost, not acknowledged): {dict(sorted(led.lost.items()))}",
             f"refused while down: {sum(led.refused.values())}",
             f"orphan payloads found while down: {self.orphans_found}, "
