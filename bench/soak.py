@@ -176,7 +176,7 @@ async def soak(
             "warmup": warmup,
             "seed": seed * 1000 + i,
             "export_every": export_every if i == 0 else 0.0,
-        }  # fmt: skip
+        }
         for i, n in enumerate(shares)
     ]
     report = Report(stats=Stats(), seconds=duration)
