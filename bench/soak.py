@@ -55,6 +55,7 @@ class Report:
     rss_end: int = 0
     unreadable: dict[str, list[str]] = field(default_factory=dict)
     reread: Counter[str] = field(default_factory=Counter)  # second reads' statuses
+    readback: Stats = field(default_factory=Stats)  # the read-back's own answers
     jobs: dict[str, int] = field(default_factory=dict)
     drain_s: float | None = None
 
@@ -67,10 +68,21 @@ class Report:
         return (self.rss_end - self.rss_mid) / MIB
 
     def server_errors(self) -> int:
-        return sum(n for c in self.stats.statuses.values() for s, n in c.items() if s >= 500)
+        return sum(
+            n
+            for st in (self.stats, self.readback)
+            for c in st.statuses.values()
+            for s, n in c.items()
+            if s >= 500
+        )
 
     def transport_errors(self) -> int:
-        return sum(n for c in self.stats.transport.values() for n in c.values())
+        return sum(
+            n
+            for st in (self.stats, self.readback)
+            for c in st.transport.values()
+            for n in c.values()
+        )
 
     def failures(self, bound_mib: float = RSS_BOUND_MIB) -> list[str]:
         out = []
@@ -103,7 +115,7 @@ async def _sample_rss(server: EngramServer, report: Report, done: asyncio.Event)
 
 async def _read_back(port: int, stats: Stats, report: Report) -> None:
     """GET every acknowledged episode (with its step count) and memory."""
-    check = Stats()
+    check = report.readback
     pending: list[tuple[str, str, int | None]] = [("episodes", e, n) for e, n in stats.episodes]
     pending += [("memories", m, None) for m in stats.memories]
     report.unreadable = {"episodes": [], "memories": []}
@@ -236,7 +248,8 @@ def render(report: Report, bound_mib: float = RSS_BOUND_MIB) -> str:
         f" (bound {bound_mib / 2:.0f} MiB)",
         f"read back: {len(s.episodes)} acknowledged episodes, {len(report.unreadable['episodes'])}"
         f" unreadable or short; {len(s.memories)} memories, {len(report.unreadable['memories'])} unreadable"
-        f" (asked again one by one: {dict(report.reread)})",
+        f" (asked again one by one: {dict(report.reread)}); read-back statuses"
+        f" {report.readback.statuses}, transport errors {report.readback.transport}",
         f"recalls rewarded: {len(s.recalls)}; dataset downloads: {len(s.exported_rows)},"
         f" rows per download {s.exported_rows[:1]}..{s.exported_rows[-1:]}",
         f"worker: jobs by status {report.jobs}; queue drained "
@@ -246,7 +259,7 @@ def render(report: Report, bound_mib: float = RSS_BOUND_MIB) -> str:
             else "NOT in time"
         ),
     ]
-    lines += [f"  5xx: {e}" for e in s.server_errors]
+    lines += [f"  5xx: {e}" for e in s.server_errors + report.readback.server_errors]
     return "\n".join(lines)
 
 
