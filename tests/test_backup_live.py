@@ -90,6 +90,8 @@ async def test_backup_while_writing_restores_every_payload(tmp_path: Path) -> No
         database_url=source.database_url,
         ENGRAM_BOOTSTRAP_KEY=OPERATOR,
         ENGRAM_LOG_REQUESTS="false",
+        # Four clients share one key and write as fast as they can.
+        ENGRAM_RATE_LIMIT__PER_SECOND="0",
     ).start()
     archive = tmp_path / "live.tar.gz"
     try:
