@@ -60,7 +60,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             blobs = LevelDBBlobStore(settings.blob_dir)
             read_sessions = create_sessionmaker(engine)
             write_sessions = create_sessionmaker(engine, write=True)
-            auth = Authenticator(settings, write_sessions)
+            auth = Authenticator(settings, write_sessions, read_sessions=read_sessions)
             await auth.startup()
             write_lock = asyncio.Lock() if settings.is_sqlite else None
             worker = (

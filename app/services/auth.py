@@ -88,9 +88,18 @@ async def create_key(
 class Authenticator:
     """Resolves a request's key to a principal; caches lookups for `auth_cache_ttl_s`."""
 
-    def __init__(self, settings: Settings, sessionmaker: async_sessionmaker[AsyncSession]) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        sessionmaker: async_sessionmaker[AsyncSession],
+        *,
+        read_sessions: async_sessionmaker[AsyncSession] | None = None,
+    ) -> None:
         self.settings = settings
         self._sessionmaker = sessionmaker
+        # Lookups only read: on SQLite a write session would BEGIN IMMEDIATE and queue
+        # behind every writer (a long learning batch), failing reads with "locked".
+        self._read_sessions = read_sessions or sessionmaker
         self._ttl = settings.auth_cache_ttl_s
         self._cache: dict[str, tuple[float, Principal | None]] = {}
         self._keys_exist: tuple[float, bool] | None = None
@@ -144,7 +153,7 @@ class Authenticator:
         now = time.monotonic()
         if self._keys_exist is not None and now - self._keys_exist[0] < self._ttl:
             return self._keys_exist[1]
-        async with self._sessionmaker() as session:
+        async with self._read_sessions() as session:
             exist = await ApiKeyRepository(session).count_active() > 0
         self._keys_exist = (now, exist)
         return exist
@@ -181,7 +190,7 @@ class Authenticator:
         if cached is not None and now - cached[0] < self._ttl:
             principal = cached[1]
         else:
-            async with self._sessionmaker() as session:
+            async with self._read_sessions() as session:
                 record = await ApiKeyRepository(session).by_hash(digest)
             principal = None
             if record is not None and hmac.compare_digest(record.key_hash, digest):

@@ -28,7 +28,7 @@ from app.core.errors import AppError, Conflict, NotFound, PayloadTooLarge, Store
 from app.core.logging import batch_request_ids_var, request_id_var
 from app.core.metrics import Metrics
 from app.db.engine import create_sessionmaker
-from app.db.errors import is_store_outage
+from app.db.errors import is_store_outage, outage_reason
 from app.repositories.episodes import EpisodeRepository, Key
 from app.repositories.jobs import JobRepository
 from app.repositories.learning import LearningRepository
@@ -591,5 +591,6 @@ def _as_app_error(exc: Exception) -> AppError:
     if isinstance(exc, BlobStoreError):
         return StoreUnavailable(f"payload store unavailable: {exc}")
     if is_store_outage(exc):
-        return StoreUnavailable(f"database unavailable: {exc.__class__.__name__}")
+        return StoreUnavailable(f"database unavailable: {outage_reason(exc)}")
+    log.error("unexpected error while writing", exc_info=exc)
     return AppError("internal error while writing")
