@@ -25,15 +25,10 @@ from typing import Any
 
 import httpx
 import orjson
-from sqlalchemy import text
 
-from app.core.config import Settings
-from app.db.engine import create_engine
-from app.db.migrate import migrate
-from app.models import Base
 from bench.crash_checks import Report, check_down, same_steps
 from bench.crash_traffic import Client, EpisodeAck, Ledger, Lost
-from tests.server import EngramServer
+from tests.server import EngramServer, reset_postgres
 
 SAMPLE = 10  # older episodes read back over HTTP after each restart, besides the new ones
 
@@ -71,17 +66,6 @@ class Result:
             *[f"  {f}" for f in self.failures[:20]],
             f"wall time: {self.seconds:.1f} s",
         ]
-
-
-async def reset_postgres(url: str) -> None:
-    engine = create_engine(Settings(database_url=url))
-    try:
-        await migrate(engine)
-        async with engine.begin() as conn:
-            names = ", ".join(t.name for t in Base.metadata.sorted_tables)
-            await conn.execute(text(f"TRUNCATE {names} CASCADE"))
-    finally:
-        await engine.dispose()
 
 
 def sweep_removed(server: EngramServer, offset: int, *, timeout: float = 30.0) -> int:

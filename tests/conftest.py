@@ -12,13 +12,10 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import FastAPI
-from sqlalchemy import text
 
 from app.core.config import Settings
-from app.db.engine import create_engine
-from app.db.migrate import migrate
-from app.models import Base
 from app.services.auth import Role, create_key
+from tests.server import reset_postgres as _reset_postgres
 
 PG_URL = os.environ.get("ENGRAM_TEST_DATABASE_URL")
 
@@ -26,18 +23,6 @@ PG_URL = os.environ.get("ENGRAM_TEST_DATABASE_URL")
 @pytest.fixture
 def backend() -> str:
     return "postgresql" if PG_URL else "sqlite"
-
-
-async def _reset_postgres(url: str) -> None:
-    """Migrate, then empty every table, so each test starts from nothing."""
-    engine = create_engine(Settings(database_url=url))
-    try:
-        await migrate(engine)
-        async with engine.begin() as conn:
-            names = ", ".join(t.name for t in Base.metadata.sorted_tables)
-            await conn.execute(text(f"TRUNCATE {names} CASCADE"))
-    finally:
-        await engine.dispose()
 
 
 @pytest.fixture

@@ -11,6 +11,24 @@ import time
 from pathlib import Path
 
 import httpx
+from sqlalchemy import text
+
+from app.core.config import Settings
+from app.db.engine import create_engine
+from app.db.migrate import migrate
+from app.models import Base
+
+
+async def reset_postgres(url: str) -> None:
+    """Migrate, then empty every table, so a run starts from nothing."""
+    engine = create_engine(Settings(database_url=url))
+    try:
+        await migrate(engine)
+        async with engine.begin() as conn:
+            names = ", ".join(t.name for t in Base.metadata.sorted_tables)
+            await conn.execute(text(f"TRUNCATE {names} CASCADE"))
+    finally:
+        await engine.dispose()
 
 
 def free_port() -> int:
