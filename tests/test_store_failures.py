@@ -67,6 +67,7 @@ async def test_payload_disk_full_is_503_and_recovers_without_restart(
             assert failed.status_code == 503, failed.text
             assert failed.json()["error"] == "StoreUnavailable"
             assert "No space left on device" in failed.json()["detail"]
+            assert failed.headers["retry-after"] == "1"
             # Later writes fail the same way; reads of what was acknowledged still work.
             again = await client.post("/v1/episodes", json=episode_body("small"))
             assert again.status_code == 503, again.text

@@ -13,7 +13,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.api.metrics import count_store_error
-from app.core.errors import AppError
+from app.core.errors import AppError, StoreUnavailable
 from app.db.errors import is_store_outage, outage_reason
 from app.storage.blobs import BlobStoreError
 
@@ -107,30 +107,23 @@ async def _http_error(_: Request, exc: Exception) -> JSONResponse:
     return _json(exc.status_code, body, headers or None)
 
 
-# A store that fails is mostly back within seconds (a lock released, room made on disk).
-RETRY_SOON = {"Retry-After": "1"}
+def _store_unavailable(message: str) -> JSONResponse:
+    error = StoreUnavailable(message)
+    return _json(error.status_code, error.body(), error.headers)
 
 
 async def _unhandled(request: Request, exc: Exception) -> JSONResponse:
     if isinstance(exc, BlobStoreError):
         log.warning("payload store unavailable", extra={"reason": str(exc)})
         count_store_error(request, "leveldb")
-        return _json(
-            503,
-            {"error": "StoreUnavailable", "detail": f"payload store unavailable: {exc}"},
-            RETRY_SOON,
-        )
+        return _store_unavailable(f"payload store unavailable: {exc}")
     if is_store_outage(exc):
         reason = outage_reason(exc)
         log.warning(
             "database unavailable", extra={"exc_type": type(exc).__name__, "reason": reason}
         )
         count_store_error(request, "sql")
-        return _json(
-            503,
-            {"error": "StoreUnavailable", "detail": f"database unavailable: {reason}"},
-            RETRY_SOON,
-        )
+        return _store_unavailable(f"database unavailable: {reason}")
     log.exception("unhandled error")
     return _json(500, {"error": "InternalError", "detail": "internal error"})
 

@@ -10,10 +10,9 @@ import time
 from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from app.api.deps import AppState, get_principal
+from app.api.deps import AppState, require_operator
 from app.core.metrics import Metrics
 from app.repositories.jobs import JobRepository
-from app.services.auth import Role
 from app.worker.handlers import HANDLERS
 
 log = logging.getLogger("engram.metrics")
@@ -74,9 +73,9 @@ async def _authorize(request: Request, state: AppState) -> None:
         expected = token.get_secret_value().encode()
         if scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), expected):
             return
-    principal = await get_principal(request)
     # The whole service's figures: a namespace's own admin does not see other tenants'.
-    principal.require(Role.OPERATOR)
+    # Denials are audited like every other.
+    await require_operator(request)
 
 
 @router.get("/metrics", include_in_schema=False)

@@ -65,6 +65,11 @@ class InvalidInput(AppError):
 class StoreUnavailable(AppError):
     status_code = 503
 
+    def __init__(self, message: str, **extra: Any) -> None:
+        super().__init__(message, **extra)
+        # A failing store is mostly back within seconds (a lock released, room on disk).
+        self.headers = {"Retry-After": "1"}
+
 
 class StartupRefused(RuntimeError):
     """Raised before serving when the configuration is unsafe (protected mode)."""

@@ -51,7 +51,7 @@ class Principal:
         return f"key:{self.key_id}" if self.key_id else "open"
 
     def require(self, role: Role) -> None:
-        if _RANK[self.role] < _RANK[role]:
+        if not self.at_least(role):
             raise Forbidden(
                 f"this action needs the {role.value} role; the key has {self.role.value}"
             )

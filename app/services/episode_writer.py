@@ -304,6 +304,8 @@ class EpisodeWriter:
             except Exception as exc:
                 await session.rollback()
                 self._count_store_error(exc)
+                if not is_store_outage(exc):  # a defect: its requests only see "internal"
+                    log.exception("episode writer batch failed")
                 _fail(commands, _as_app_error(exc))
                 return []
         _settle(batch.results)
@@ -592,5 +594,4 @@ def _as_app_error(exc: Exception) -> AppError:
         return StoreUnavailable(f"payload store unavailable: {exc}")
     if is_store_outage(exc):
         return StoreUnavailable(f"database unavailable: {outage_reason(exc)}")
-    log.error("unexpected error while writing", exc_info=exc)
     return AppError("internal error while writing")
