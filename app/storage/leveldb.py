@@ -13,7 +13,7 @@ from typing import TypeVar
 import plyvel
 
 from app.storage.blobs import BlobStoreError
-from app.storage.snapshot import LevelDBSnapshot
+from app.storage.snapshot import LevelDBSnapshot, open_exclusive
 
 T = TypeVar("T")
 log = logging.getLogger("engram.blobs")
@@ -27,13 +27,7 @@ def _prefix_end(prefix: bytes) -> bytes:
 
 class LevelDBBlobStore:
     def __init__(self, path: Path) -> None:
-        path.mkdir(parents=True, exist_ok=True)
-        try:
-            self._db: plyvel.DB | None = plyvel.DB(str(path), create_if_missing=True)
-        except plyvel.IOError as exc:
-            raise BlobStoreError(
-                f"cannot open LevelDB at {path}: {exc} (is another Engram process using it?)"
-            ) from exc
+        self._db: plyvel.DB | None = open_exclusive(path)
         self.path = path
         # After an I/O error (a full or unwritable disk) LevelDB refuses every later write
         # until it is opened again: the store then reopens itself, at most once a second,
@@ -84,11 +78,11 @@ class LevelDBBlobStore:
             if self._db is not None and not self._db.closed:
                 self._db.close()
             self._db = None
-            self._db = plyvel.DB(str(self.path), create_if_missing=True)
+            self._db = open_exclusive(self.path)
 
         try:
             await asyncio.to_thread(_open_again)
-        except (plyvel.Error, OSError) as exc:
+        except (BlobStoreError, plyvel.Error, OSError) as exc:
             log.warning("payload store still failing", extra={"error": str(exc)})
         else:
             log.warning("payload store reopened", extra={"after": self.failure})

@@ -52,6 +52,7 @@ def open_exclusive(path: Path) -> plyvel.DB:
     except plyvel.IOError as exc:
         if "lock" in str(exc).lower():
             raise StoreInUse(
-                f"the payload store {path} is in use by another process (a running `engram serve`?)"
+                f"the payload store {path} is in use by another Engram process "
+                "(a running `engram serve`?)"
             ) from exc
         raise BlobStoreError(f"cannot open LevelDB at {path}: {exc}") from exc
