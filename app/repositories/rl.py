@@ -8,17 +8,18 @@ from datetime import datetime
 from typing import Any, cast
 
 from sqlalchemy import (
-    Row,
     Select,
     Table,
     Text,
+    and_,
     case,
     insert,
+    or_,
     select,
     update,
 )
 from sqlalchemy import cast as sql_cast
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncResult, AsyncSession
 
 from app.models import Reward, Transition
 from app.repositories import keyset
@@ -203,35 +204,39 @@ class TransitionRepository:
         )
         return list((await self.session.execute(stmt.limit(limit))).scalars())
 
-    async def completed_raw_chunk(
+    async def completed_raw(
         self,
         namespace: str,
         *,
         filters: DatasetFilters,
         after: tuple[datetime, str] | None,
         until_key: tuple[datetime, str],
-        limit: int,
-    ) -> list[Row[Any]]:
-        """completed_chunk as plain rows, with state, action and observation vector as the
-        JSON text stored (the export copies them instead of decoding and encoding them)."""
-        stmt = self._completed(namespace, filters, after, RAW_COLUMNS).where(
-            keyset.up_to(Transition.created_at, Transition.id, until_key)
+        batch: int,
+    ) -> AsyncResult[Any]:
+        """Completed transitions after `after`, up to and including `until_key`, as one
+        streamed result fetched `batch` rows at a time: plain rows with state, action and
+        observation vector as the JSON text stored (the export copies them instead of
+        decoding and encoding them), and the next transition's vector joined in (its
+        state too, only where that vector was not stored)."""
+        following = TRANSITIONS.alias("following")
+        vector = sql_cast(following.c.observation_vector, Text)
+        unstored = or_(following.c.observation_vector.is_(None), vector == "null")
+        columns = (
+            *RAW_COLUMNS,
+            vector.label("next_vector"),
+            case((unstored, sql_cast(following.c.state, Text))).label("next_state"),
         )
-        return list((await self.session.execute(stmt.limit(limit))).all())
-
-    async def raw_vectors(
-        self, namespace: str, ids: Sequence[str]
-    ) -> dict[str, tuple[str | None, str | None]]:
-        """id -> (observation vector, state) as JSON text; the state only where the vector
-        was not stored."""
-        if not ids:
-            return {}
-        vector = sql_cast(Transition.observation_vector, Text)
-        state = case((Transition.observation_vector.is_(None), sql_cast(Transition.state, Text)))
-        stmt = select(Transition.id, vector, state).where(
-            Transition.namespace == namespace, Transition.id.in_(list(ids))
+        stmt: Select[Any] = (
+            self._completed(namespace, filters, after, columns)
+            .where(keyset.up_to(Transition.created_at, Transition.id, until_key))
+            .outerjoin(
+                following,
+                and_(following.c.namespace == namespace, following.c.id == Transition.next_id),
+            )
+            .execution_options(yield_per=batch)
         )
-        return {row[0]: (row[1], row[2]) for row in await self.session.execute(stmt)}
+        result: AsyncResult[Any] = await self.session.stream(stmt)
+        return result
 
     async def states(self, namespace: str, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         if not ids:

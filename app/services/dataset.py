@@ -3,6 +3,7 @@ or written as Parquet, with a metadata document describing every field."""
 
 from __future__ import annotations
 
+import asyncio
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from datetime import datetime
@@ -206,28 +207,34 @@ class DatasetExport:
             yield b"\n".join(buffer) + b"\n"
 
     async def _transition_lines(self) -> AsyncIterator[bytes]:
-        """The transitions table as NDJSON, a chunk at a time. The stored JSON of the state
-        and of the observation vectors is copied into each line as it is (only the small
-        action document is decoded), so a line costs a few microseconds of Python."""
+        """The transitions table as NDJSON, RAW_CHUNK lines at a time. The stored JSON of
+        the state and of the observation vectors is copied into each line as it is (only
+        the small action document is decoded), and the next chunk is read while this one
+        is encoded and sent."""
+        if self.until_key is None:
+            return
         vectors = _Vectors(self.slots)
         async with self.sessionmaker() as session:
-            repo = TransitionRepository(session)
-            async for chunk in self._chunks(session, repo.completed_raw_chunk, RAW_CHUNK):
-                next_ids = [r.next_id for r in chunk if r.next_id]
-                nexts = await repo.raw_vectors(self.namespace, next_ids)
-                # Yielded a few lines at a time: a line is tens of kilobytes, and what
-                # waits for the client to read it is what the server holds.
-                for lo in range(0, len(chunk), 50):
-                    lines = []
-                    for r in chunk[lo : lo + 50]:
-                        following = nexts.get(r.next_id) if r.next_id else None
-                        lines.append(self._line(r, vectors, following))
-                    lines.append(b"")
-                    yield b"\n".join(lines)
+            result = await TransitionRepository(session).completed_raw(
+                self.namespace,
+                filters=self.filters,
+                after=self.after,
+                until_key=self.until_key,
+                batch=RAW_CHUNK,
+            )
+            # One streamed statement: a thread hop per chunk and no statement to build.
+            # Yielded a chunk at a time: a line is tens of kilobytes, and what waits for the
+            # client to read it is what the server holds.
+            ahead = asyncio.ensure_future(result.fetchmany(RAW_CHUNK))
+            try:
+                while chunk := await ahead:
+                    ahead = asyncio.ensure_future(result.fetchmany(RAW_CHUNK))
+                    yield b"".join([self._line(r, vectors) for r in chunk])
+            finally:
+                ahead.cancel()
+                await result.close()
 
-    def _line(
-        self, r: Any, vectors: _Vectors, following: tuple[str | None, str | None] | None
-    ) -> bytes:
+    def _line(self, r: Any, vectors: _Vectors) -> bytes:
         action = orjson.loads(r.action)
         head = orjson.dumps(
             {
@@ -255,7 +262,12 @@ class DatasetExport:
             },
             option=orjson.OPT_UTC_Z,
         )
-        following_vector = vectors.padded(*following) if following is not None else b"null"
+        # No next vector nor state: no next transition, or one no longer stored.
+        following = (
+            b"null"
+            if r.next_vector is None and r.next_state is None
+            else vectors.padded(r.next_vector, r.next_state)
+        )
         return b"".join(
             (
                 head[:-1],
@@ -264,8 +276,8 @@ class DatasetExport:
                 b',"observation_vector":',
                 vectors.padded(r.vector, r.state),
                 b',"next_observation_vector":',
-                following_vector,
-                b"}",
+                following,
+                b"}\n",
             )
         )
 

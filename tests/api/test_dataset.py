@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +17,11 @@ from sqlalchemy import null, select, update
 
 from app.core.config import Recall, Settings
 from app.dataset_tools import episodes, to_minari
+from app.db.engine import create_engine, create_sessionmaker
 from app.main import create_app
 from app.repositories.rl import TRANSITIONS
 from tests.conftest import running
+from tests.server import EngramServer
 
 EPSILON = 0.3
 TASK = "prepare the release notes for the payments service"
@@ -197,3 +200,63 @@ async def test_minari_round_trip(
     chain = episodes(rows)[0]
     assert first.infos["pscore"][1:, 0].tolist() == pytest.approx([r["pscore"] for r in chain])
     assert first.rewards.tolist() == pytest.approx([r["rewards"] for r in chain])
+
+
+async def test_abandoned_downloads_give_their_connection_back(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """A client that stops reading mid-export and hangs up: the export's read (and the
+    chunk it was reading ahead) ends, so with a pool of two connections, more abandoned
+    downloads than that leave the server serving, and full downloads complete."""
+    server = EngramServer(
+        tmp_path / "srv",
+        database_url=settings.database_url,
+        ENGRAM_LOG_REQUESTS="false",
+        ENGRAM_DB_POOL_SIZE="2",
+    ).start()
+    try:
+        async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+            await make_logs(client, n=1)
+            model = (await client.get("/v1/rl/transitions")).json()["items"][0]
+        # Copies of it, enough lines (megabytes) that the server is still writing when
+        # the client hangs up.
+        engine = create_engine(settings)
+        try:
+            async with create_sessionmaker(engine, write=True)() as session:
+                start = datetime.fromisoformat(model["created_at"])
+                rows = [
+                    {
+                        **{k: model[k] for k in ("task_type", "policy_id", "policy_version")},
+                        **{k: model[k] for k in ("state", "action", "propensity")},
+                        "namespace": "default",
+                        "id": f"copy-{i:05d}",
+                        "task_id": f"copy-{i}",
+                        "agent_id": None,
+                        "observation_vector": None,
+                        "status": "completed",
+                        "reward": 1.0,
+                        "reward_id": None,
+                        "next_id": None,
+                        "created_at": start + timedelta(seconds=1 + i),
+                        "completed_at": start,
+                    }  # fmt: skip
+                    for i in range(3000)
+                ]
+                await session.execute(TRANSITIONS.insert(), rows)
+                await session.commit()
+        finally:
+            await engine.dispose()
+        for _ in range(4):
+            async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+                async with client.stream("GET", "/v1/rl/dataset") as r:
+                    assert r.status_code == 200
+                    async for _chunk in r.aiter_bytes():
+                        break
+        async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+            r = await client.get("/v1/rl/dataset", params={"limit": 5000})
+            lines = r.text.splitlines()
+            assert len(lines) == 3001
+            assert json.loads(lines[-1])["transition_id"] == "copy-02999"
+            assert (await client.get("/v1/rl/transitions")).status_code == 200
+    finally:
+        server.stop()
