@@ -4,13 +4,14 @@ or written as Parquet, with a metadata document describing every field."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import tempfile
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
 import orjson
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncResult, AsyncSession, async_sessionmaker
 
 from app.core.config import Recall as RecallSettings
 from app.learning.features import (
@@ -214,7 +215,11 @@ class DatasetExport:
         if self.until_key is None:
             return
         vectors = _Vectors(self.slots)
-        async with self.sessionmaker() as session:
+        session = self.sessionmaker()
+        result: AsyncResult[Any] | None = None
+        ahead: asyncio.Future[Sequence[Any]] | None = None
+        try:
+            # One streamed statement: a thread hop per chunk and no statement to build.
             result = await TransitionRepository(session).completed_raw(
                 self.namespace,
                 filters=self.filters,
@@ -222,17 +227,19 @@ class DatasetExport:
                 until_key=self.until_key,
                 batch=RAW_CHUNK,
             )
-            # One streamed statement: a thread hop per chunk and no statement to build.
-            # Yielded a chunk at a time: a line is tens of kilobytes, and what waits for the
-            # client to read it is what the server holds.
             ahead = asyncio.ensure_future(result.fetchmany(RAW_CHUNK))
-            try:
-                while chunk := await ahead:
-                    ahead = asyncio.ensure_future(result.fetchmany(RAW_CHUNK))
-                    yield b"".join([self._line(r, vectors) for r in chunk])
-            finally:
-                ahead.cancel()
-                await result.close()
+            # Shielded: a client that hangs up cancels this generator, and a read cancelled
+            # half-way makes SQLAlchemy throw the pooled connection away.
+            while chunk := await asyncio.shield(ahead):
+                ahead = asyncio.ensure_future(result.fetchmany(RAW_CHUNK))
+                # Yielded a chunk at a time: a line is tens of kilobytes, and what waits
+                # for the client to read it is what the server holds.
+                yield b"".join([self._line(r, vectors) for r in chunk])
+        finally:
+            closing = asyncio.ensure_future(_close(session, result, ahead))
+            _CLOSING.add(closing)
+            closing.add_done_callback(_CLOSING.discard)
+            await asyncio.shield(closing)
 
     def _line(self, r: Any, vectors: _Vectors) -> bytes:
         action = orjson.loads(r.action)
@@ -302,6 +309,23 @@ class DatasetExport:
         writer.close()
         out.seek(0)
         return out
+
+
+# Ends of exports cut short, referenced until they are done (the event loop holds only
+# weak references to tasks).
+_CLOSING: set[asyncio.Future[None]] = set()
+
+
+async def _close(
+    session: AsyncSession, result: AsyncResult[Any] | None, ahead: asyncio.Future[Any] | None
+) -> None:
+    """Lets a read in progress finish, then closes the result and the session."""
+    if ahead is not None:
+        with contextlib.suppress(Exception):
+            await ahead
+    if result is not None:
+        await result.close()
+    await session.close()
 
 
 class _Vectors:
