@@ -10,6 +10,7 @@ import random
 from collections.abc import AsyncIterator
 
 from fastapi import Depends, FastAPI
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.api.body import refuse_nul
 from app.api.deps import AppState
@@ -21,12 +22,13 @@ from app.api.openapi import install_openapi
 from app.api.routes import admin, backup, episodes, health, learning, memories, recall, rl
 from app.core.config import Settings, get_settings
 from app.core.metrics import Metrics
-from app.db.engine import create_engine, create_sessionmaker
+from app.db.engine import FTS_TOKENIZER, create_engine, create_sessionmaker
 from app.db.migrate import migrate
 from app.services.auth import Authenticator
 from app.services.episode_writer import EpisodeWriter
 from app.services.episodes import EpisodeService
 from app.storage.leveldb import LevelDBBlobStore
+from app.storage.term_index import TermIndex, close_index, open_index
 from app.worker.runner import Worker
 
 log = logging.getLogger("engram")
@@ -43,6 +45,14 @@ async def _sweep_loop(writer: EpisodeWriter, interval_s: float) -> None:
         if interval_s <= 0:
             return
         await asyncio.sleep(interval_s)
+
+
+def _search_index(engine: AsyncEngine, settings: Settings) -> TermIndex | None:
+    """SQLite's in-memory BM25 index of the memories, built in the background."""
+    path = engine.url.database
+    if not settings.is_sqlite or not settings.recall.search_index or path in (None, "", ":memory:"):
+        return None
+    return open_index(path, tokenizer=FTS_TOKENIZER)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -90,6 +100,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             if metrics is not None:
                 metrics.ingest_queue.set_function(lambda: writer.queue_depth)
             writer.start()
+            search_index = _search_index(engine, settings)
             app.state.engram = AppState(
                 settings=settings,
                 engine=engine,
@@ -130,6 +141,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
                 await writer.stop()
+                if search_index is not None:
+                    await asyncio.to_thread(close_index, search_index)
         finally:
             if blobs is not None:
                 blobs.close()

@@ -102,6 +102,15 @@ def pct(values: list[float], p: float) -> float:
     return data[min(len(data) - 1, int(p / 100 * len(data)))]
 
 
+async def index_ready(url: str) -> float:
+    """Seconds until the server's in-memory search index is built (it serves meanwhile)."""
+    t0 = time.perf_counter()
+    async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+        while (await client.get("/ready")).json()["search_index"]["state"] != "ready":
+            await asyncio.sleep(0.05)
+    return time.perf_counter() - t0
+
+
 async def recall_latency(url: str, tasks: list[str]) -> list[float]:
     times = []
     async with httpx.AsyncClient(base_url=url, timeout=30) as client:
@@ -254,6 +263,9 @@ async def main() -> None:
             loaded = size
             server = EngramServer(Path(tmp), database_url=url, ENGRAM_LOG_REQUESTS="false").start()
             try:
+                print(
+                    f"  search index of {size} memories built in {await index_ready(server.url):.1f} s"
+                )
                 results[size] = await recall_latency(server.url, tasks)
                 lat = results[size]
                 print(

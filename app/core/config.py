@@ -66,6 +66,9 @@ class Recall(BaseModel):
     seed: int | None = None
     max_candidates: int = Field(default=50, ge=1, le=500)
     max_constraints: int = Field(default=20, ge=0, le=200)
+    # SQLite: keep a BM25 index of the memories' text in memory (about 10 bytes per word
+    # of text) and rank matches with it instead of FTS5's OR query.
+    search_index: bool = True
 
 
 class Learning(BaseModel):

@@ -35,6 +35,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.learning.ranking import STALE_AFTER_DAYS, WEIGHTS
 from app.models import Memory
 from app.repositories import keyset
+from app.storage.term_index import index_for
 
 MEMORIES = cast(Table, Memory.__table__)
 # Text matches kept, by relevance alone, before the blended score is computed.
@@ -151,8 +152,15 @@ class MemoryRepository:
         last = func.coalesce(Memory.last_used_at, Memory.updated_at)
         source: Any
         text_part: ColumnElement[Any]
-        if self.session.get_bind().dialect.name == "sqlite":
-            relevance = await self._fts_matches(namespace, terms, prefilter, types=filters.types)
+        bind = self.session.get_bind()
+        if bind.dialect.name == "sqlite":
+            relevance = await self._index_matches(
+                bind.engine.url.database, namespace, terms, prefilter, filters.types
+            )
+            if relevance is None:
+                relevance = await self._fts_matches(
+                    namespace, terms, prefilter, types=filters.types
+                )
             if not relevance:
                 return []
             # The matches go back in as a JSON object (id -> relevance / best relevance).
@@ -219,6 +227,25 @@ class MemoryRepository:
             )
             for memory, text, val, stale, sc in rows
         ]
+
+    async def _index_matches(
+        self,
+        path: str | None,
+        namespace: str,
+        terms: Sequence[str],
+        prefilter: int,
+        types: Sequence[str] | None,
+    ) -> dict[str, float] | None:
+        """The same matches as `_fts_matches`, from the process's in-memory index of this
+        database (None when it has none or it is not built yet)."""
+        index = index_for(path)
+        if index is None:
+            return None
+        found = await index.top(namespace, terms, prefilter, types=types)
+        if found is None:
+            return None
+        best = max(found.values(), default=0.0)
+        return {mid: (rel / best if best > 0 else 0.0) for mid, rel in found.items()}
 
     async def _fts_matches(
         self,

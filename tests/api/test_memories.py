@@ -10,7 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import auth
+from app.core.config import Settings
+from tests.conftest import auth, running
 
 
 async def create(client: httpx.AsyncClient, **fields: Any) -> dict[str, Any]:
@@ -313,10 +314,19 @@ async def test_search_stays_in_its_namespace_whichever_way_it_filters(
 
 
 async def test_common_query_terms_are_dropped_in_large_namespaces(
-    client: httpx.AsyncClient, backend: str, monkeypatch: pytest.MonkeyPatch
+    settings: Settings, backend: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The full-text query (SQLite without its in-memory index, or while it builds)."""
     if backend != "sqlite":
         pytest.skip("term pruning reads FTS5's vocabulary (SQLite)")
+    from app.main import create_app
+
+    recall = settings.recall.model_copy(update={"search_index": False})
+    async with running(create_app(settings.model_copy(update={"recall": recall}))) as client:
+        await _prune_terms(client, monkeypatch)
+
+
+async def _prune_terms(client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch) -> None:
     from app.repositories import memories
 
     for i in range(6):

@@ -1,0 +1,463 @@
+"""An in-memory BM25 index over memories_fts (SQLite), kept in step with it.
+
+FTS5 answers an OR query by scoring every row that holds any query term, a few hundred
+nanoseconds per posting in C plus the cost of its bm25() callback: tens of milliseconds
+when a query holds common words and the table 100,000 rows. This index keeps the same
+postings (the full-text table's own tokens, read through fts5vocab, so the stems are
+FTS5's) as arrays and scores a query with numpy: the same BM25 as FTS5's bm25() (k1 1.2,
+b 0.75, FTS5's idf, the row's token count over every indexed column), in a millisecond
+or two at that size.
+
+Consistency with SQL, checked before every query in one read transaction:
+- new entries are the full-text rows past the highest rowid the index holds (FTS5 gives
+  a new row the table's highest rowid + 1, so after a deletion of the highest row its
+  rowid comes back: the cursor then moves back to the highest rowid still held);
+- deletions and content rewrites come from `memories_fts_deletions`, which triggers
+  write in the same transaction as the change. A rewrite, or a log that has moved past
+  what the index saw, rebuilds the index.
+The index only proposes matches: callers read the rows themselves from SQL and apply
+status and the other filters there, so an answer never holds a memory SQL does not.
+
+Everything runs in one thread of the index's own (read-only) connection: queries wait for
+nothing but each other. Until the first build is done, `top` answers None and callers use
+the full-text query instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import math
+import sqlite3
+import time
+from array import array
+from collections import Counter
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+K1 = 1.2
+B = 0.75
+FETCH = 20_000  # rows read per round trip while building
+INGEST = 2_000  # new rows tokenized per round trip
+REBUILD_DEAD_SHARE = 0.25  # deleted slots (of all) past which the index is rebuilt
+RETRY_AFTER_S = 30.0
+
+
+_OPEN: dict[str, TermIndex] = {}
+
+
+@functools.lru_cache(maxsize=64)
+def _key(path: str) -> str:
+    return str(Path(path).resolve())
+
+
+def open_index(path: str, *, tokenizer: str) -> TermIndex:
+    """The process's index of the database file at path, started (one per file)."""
+    key = _key(path)
+    index = _OPEN.get(key)
+    if index is None:
+        index = _OPEN[key] = TermIndex(key, tokenizer=tokenizer)
+    index.start()
+    return index
+
+
+def index_for(path: str | None) -> TermIndex | None:
+    """The index open for this database file in this process, if any."""
+    return _OPEN.get(_key(path)) if path and path != ":memory:" else None
+
+
+def close_index(index: TermIndex) -> None:
+    if _OPEN.get(index.path) is index:
+        del _OPEN[index.path]
+    index.close()
+
+
+def ns_token(namespace: str) -> str:
+    """The namespace's token in memories_fts ('n' + hex + 'x')."""
+    return "n" + namespace.encode().hex().upper() + "x"
+
+
+@dataclass
+class _Postings:
+    slots: array[int] = field(default_factory=lambda: array("i"))
+    tf: array[float] = field(default_factory=lambda: array("d"))
+
+
+class _Data:
+    """Slots (one per full-text row ever seen since the last build) and postings."""
+
+    def __init__(self) -> None:
+        self.rowids: array[int] = array("q")
+        self.lengths: array[float] = array("d")  # tokens in every indexed column
+        self.alive: array[int] = array("b")
+        self.ns: array[int] = array("i")
+        self.types: array[int] = array("i")
+        self.ids: list[str] = []
+        self.slot_of: dict[tuple[str, str], int] = {}  # (ns token, memory id) -> slot
+        self.ns_codes: dict[str, int] = {}
+        self.type_codes: dict[str, int] = {}
+        self.postings: dict[str, _Postings] = {}
+        self.live = 0
+        self.live_tokens = 0.0
+        self.cursor = 0  # highest rowid held by a live slot
+        self.deletion_seq = 0
+
+    def code(self, table: dict[str, int], name: str) -> int:
+        return table.setdefault(name, len(table))
+
+    def add(self, rowid: int, memory_id: str, token: str, type_: str, length: float) -> int:
+        slot = len(self.ids)
+        self.rowids.append(rowid)
+        self.lengths.append(length)
+        self.alive.append(1)
+        self.ns.append(self.code(self.ns_codes, token))
+        self.types.append(self.code(self.type_codes, type_))
+        self.ids.append(memory_id)
+        old = self.slot_of.get((token, memory_id))
+        if old is not None:
+            self.kill(old)
+        self.slot_of[(token, memory_id)] = slot
+        self.live += 1
+        self.live_tokens += length
+        self.cursor = max(self.cursor, rowid)
+        return slot
+
+    def kill(self, slot: int) -> None:
+        if self.alive[slot]:
+            self.alive[slot] = 0
+            self.live -= 1
+            self.live_tokens -= self.lengths[slot]
+
+    def post(self, term: str, slot: int, tf: float) -> None:
+        postings = self.postings.get(term)
+        if postings is None:
+            postings = self.postings[term] = _Postings()
+        postings.slots.append(slot)
+        postings.tf.append(tf)
+
+
+class TermIndex:
+    def __init__(self, path: str, *, tokenizer: str) -> None:
+        self.path = path
+        self.tokenizer = tokenizer
+        self.ready = False
+        self._data = _Data()
+        self._conn: sqlite3.Connection | None = None
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="term-index")
+        self._building = False
+        self._failed_at = -math.inf
+        self._stems: dict[str, str] = {}
+        self.builds = 0
+
+    # -- the async face --------------------------------------------------------
+
+    def start(self) -> None:
+        """Build in the background; `top` answers None until the build is done."""
+        if self._building or self.ready:
+            return
+        if time.monotonic() - self._failed_at < RETRY_AFTER_S:
+            return
+        self._building = True
+        self._executor.submit(self._build_guarded)
+
+    async def top(
+        self,
+        namespace: str,
+        terms: Sequence[str],
+        limit: int,
+        *,
+        types: Sequence[str] | None = None,
+    ) -> dict[str, float] | None:
+        """The namespace's `limit` best matches: memory id -> BM25 relevance (FTS5's
+        bm25() with the sign flipped), best first; None while the index is not ready."""
+        if not self.ready:
+            self.start()
+            return None
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            self._executor, self._top_guarded, ns_token(namespace), list(terms), limit, types
+        )
+
+    def stats(self) -> dict[str, Any]:
+        data = self._data
+        return {
+            "state": "ready" if self.ready else ("building" if self._building else "idle"),
+            "documents": data.live,
+            "terms": len(data.postings),
+            "builds": self.builds,
+        }
+
+    def close(self) -> None:
+        self.ready = False
+        self._executor.submit(self._close_connection)
+        self._executor.shutdown(wait=True)
+
+    # -- in the index's thread -------------------------------------------------
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            conn = sqlite3.connect(
+                f"file:{self.path}?mode=ro", uri=True, isolation_level=None, timeout=5.0
+            )
+            conn.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.index_probe USING fts5("
+                f"content, tokenize='{self.tokenizer}')"
+            )
+            conn.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.index_probe_terms "
+                "USING fts5vocab(temp, index_probe, 'instance')"
+            )
+            conn.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.index_postings "
+                "USING fts5vocab(main, memories_fts, 'instance')"
+            )
+            self._conn = conn
+        return self._conn
+
+    def _close_connection(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def _build_guarded(self) -> None:
+        try:
+            self._build()
+            self.ready = True
+            self.builds += 1
+        except Exception:
+            log.exception("search index build failed; full-text queries are used meanwhile")
+            self._failed_at = time.monotonic()
+            self._close_connection()
+        finally:
+            self._building = False
+
+    def _top_guarded(
+        self, token: str, terms: list[str], limit: int, types: Sequence[str] | None
+    ) -> dict[str, float] | None:
+        try:
+            if not self._sync():
+                return None
+            return self._top(token, terms, limit, types)
+        except Exception:
+            log.exception("search index failed; rebuilding it")
+            self.ready = False
+            self._failed_at = -math.inf
+            self._close_connection()
+            self.start()
+            return None
+
+    def _build(self) -> None:
+        """Every full-text row and its postings, in one read transaction."""
+        conn = self._connection()
+        data = _Data()
+        conn.execute("BEGIN")
+        try:
+            data.deletion_seq = _deletion_seq(conn)
+            types = {
+                (ns_token(ns), mid): t
+                for ns, mid, t in conn.execute("SELECT namespace, id, type FROM memories")
+            }
+            slot_of_rowid: dict[int, int] = {}
+            cur = conn.execute("SELECT rowid, memory_id, ns FROM memories_fts ORDER BY rowid")
+            while rows := cur.fetchmany(FETCH):
+                for rowid, mid, token in rows:
+                    # Lengths are summed below; 1 is the namespace column's one token.
+                    type_ = types.get((token, mid), "")
+                    slot_of_rowid[rowid] = data.add(rowid, mid, token, type_, 1.0)
+            data.live_tokens = float(data.live)
+            cur = conn.execute(
+                "SELECT term, doc FROM temp.index_postings WHERE col = 'content'"
+            )  # term order, then row order
+            term, doc, tf = "", -1, 0
+            while rows := cur.fetchmany(FETCH):
+                for t, d in rows:
+                    if t == term and d == doc:
+                        tf += 1
+                        continue
+                    if tf:
+                        self._post_built(data, slot_of_rowid, term, doc, tf)
+                    term, doc, tf = t, d, 1
+            if tf:
+                self._post_built(data, slot_of_rowid, term, doc, tf)
+        finally:
+            conn.execute("COMMIT")
+        self._data = data
+
+    @staticmethod
+    def _post_built(
+        data: _Data, slot_of_rowid: dict[int, int], term: str, doc: int, tf: int
+    ) -> None:
+        slot = slot_of_rowid.get(doc)
+        if slot is None:
+            return
+        data.post(term, slot, float(tf))
+        data.lengths[slot] += tf
+        data.live_tokens += tf
+
+    def _sync(self) -> bool:
+        """Catch up with SQL; False when the index must be rebuilt first."""
+        conn = self._connection()
+        data = self._data
+        conn.execute("BEGIN")
+        try:
+            seq, top = conn.execute(
+                "SELECT (SELECT max(seq) FROM memories_fts_deletions), "
+                "(SELECT rowid FROM memories_fts ORDER BY rowid DESC LIMIT 1)"
+            ).fetchone()
+            if (seq or 0) > data.deletion_seq and not self._apply_deletions(conn, data):
+                conn.execute("COMMIT")
+                self._rebuild()
+                return False
+            while (top or 0) > data.cursor:
+                self._ingest(conn, data)
+        finally:
+            if conn.in_transaction:
+                conn.execute("COMMIT")
+        if len(data.ids) > 1000 and data.live < (1 - REBUILD_DEAD_SHARE) * len(data.ids):
+            self._rebuild()
+            return False
+        return True
+
+    def _rebuild(self) -> None:
+        self.ready = False
+        self._building = True
+        self._executor.submit(self._build_guarded)
+
+    def _apply_deletions(self, conn: sqlite3.Connection, data: _Data) -> bool:
+        rows = conn.execute(
+            "SELECT seq, namespace, memory_id, rewritten FROM memories_fts_deletions "
+            "WHERE seq > ? ORDER BY seq",
+            (data.deletion_seq,),
+        ).fetchall()
+        if not rows or rows[0][0] != data.deletion_seq + 1:
+            return False  # entries were pruned before this index read them
+        moved_back = False
+        for seq, namespace, memory_id, rewritten in rows:
+            if rewritten:
+                return False
+            slot = data.slot_of.pop((ns_token(namespace), memory_id), None)
+            if slot is not None:
+                data.kill(slot)
+                moved_back |= data.rowids[slot] >= data.cursor
+            data.deletion_seq = seq
+        if moved_back:
+            rowids = np.frombuffer(data.rowids, dtype=np.int64)
+            alive = np.frombuffer(data.alive, dtype=np.int8).astype(bool)
+            data.cursor = int(rowids[alive].max()) if data.live else 0
+        return True
+
+    def _ingest(self, conn: sqlite3.Connection, data: _Data) -> None:
+        """The next INGEST full-text rows past the cursor, tokenized by FTS5 itself."""
+        rows = conn.execute(
+            "SELECT rowid, memory_id, ns, content FROM memories_fts WHERE rowid > ? "
+            "ORDER BY rowid LIMIT ?",
+            (data.cursor, INGEST),
+        ).fetchall()
+        if not rows:
+            return
+        wanted: dict[str, list[str]] = {}
+        for _, mid, token, _ in rows:
+            wanted.setdefault(token, []).append(mid)
+        types: dict[tuple[str, str], str] = {}
+        for token, ids in wanted.items():
+            namespace = bytes.fromhex(token[1:-1]).decode()
+            for lo in range(0, len(ids), 500):
+                chunk = ids[lo : lo + 500]
+                marks = ",".join("?" * len(chunk))
+                for mid, type_ in conn.execute(
+                    f"SELECT id, type FROM memories WHERE namespace = ? AND id IN ({marks})",
+                    (namespace, *chunk),
+                ):
+                    types[(token, mid)] = type_
+        conn.executemany(
+            "INSERT INTO temp.index_probe(rowid, content) VALUES (?, ?)",
+            [(rowid, content) for rowid, _, _, content in rows],
+        )
+        counts = conn.execute(
+            "SELECT doc, term, count(*) FROM temp.index_probe_terms GROUP BY doc, term"
+        ).fetchall()
+        conn.execute("DELETE FROM temp.index_probe")
+        slot_of_rowid = {
+            rowid: data.add(rowid, mid, token, types.get((token, mid), ""), 1.0)
+            for rowid, mid, token, _ in rows
+        }
+        for doc, term, tf in counts:
+            slot = slot_of_rowid[doc]
+            data.post(term, slot, float(tf))
+            data.lengths[slot] += tf
+            data.live_tokens += tf
+        data.cursor = max(data.cursor, rows[-1][0])
+
+    def _stem(self, terms: list[str]) -> list[str]:
+        missing = [t for t in terms if t not in self._stems]
+        if missing:
+            conn = self._connection()
+            conn.executemany(
+                "INSERT INTO temp.index_probe(rowid, content) VALUES (?, ?)",
+                [(i + 1, t) for i, t in enumerate(missing)],
+            )
+            rows = conn.execute(
+                "SELECT term, doc FROM temp.index_probe_terms ORDER BY doc, offset DESC"
+            ).fetchall()
+            conn.execute("DELETE FROM temp.index_probe")
+            for term, doc in rows:  # a row's first token comes last and wins
+                self._stems[missing[int(doc) - 1]] = str(term)
+            if len(self._stems) > 100_000:
+                self._stems.clear()
+        return [self._stems.get(t, t) for t in terms]
+
+    def _top(
+        self, token: str, terms: list[str], limit: int, types: Sequence[str] | None
+    ) -> dict[str, float]:
+        data = self._data
+        code = data.ns_codes.get(token)
+        if code is None or data.live == 0:
+            return {}
+        n = len(data.ids)
+        alive = np.frombuffer(data.alive, dtype=np.int8)
+        lengths = np.frombuffer(data.lengths, dtype=np.float64)
+        scores = np.zeros(n, dtype=np.float64)
+        total = float(data.live)
+        norm = K1 * (1 - B + B * lengths / (data.live_tokens / total))
+        # Each query term is a phrase of its own, as in FTS5: two words with one stem
+        # ("float", "floats") count that stem twice.
+        for stem, times in Counter(self._stem(terms)).items():
+            postings = data.postings.get(stem)
+            if postings is None:
+                continue
+            slots = np.frombuffer(postings.slots, dtype=np.int32)
+            tf = np.frombuffer(postings.tf, dtype=np.float64)
+            live = alive[slots].astype(bool)
+            df = int(np.count_nonzero(live))
+            if df == 0:
+                continue
+            slots, tf = slots[live], tf[live]
+            idf = math.log((total - df + 0.5) / (df + 0.5))
+            if idf <= 0.0:
+                idf = 1e-6  # as FTS5 does for terms in more than half the rows
+            scores[slots] += times * idf * tf * (K1 + 1) / (tf + norm[slots])
+        found = np.flatnonzero(scores)
+        found = found[np.frombuffer(data.ns, dtype=np.int32)[found] == code]
+        if types is not None:
+            codes = [data.type_codes[t] for t in types if t in data.type_codes]
+            found = found[np.isin(np.frombuffer(data.types, dtype=np.int32)[found], codes)]
+        if len(found) > limit:
+            # Every match scoring at least the limit-th best, so that ties at the cut are
+            # broken as below (by rowid, which slot order follows) and not arbitrarily.
+            cut = np.partition(scores[found], len(found) - limit)[len(found) - limit]
+            found = found[scores[found] >= cut]
+        best = found[np.lexsort((found, -scores[found]))][:limit]
+        return {data.ids[int(s)]: float(scores[s]) for s in best}
+
+
+def _deletion_seq(conn: sqlite3.Connection) -> int:
+    row = conn.execute("SELECT max(seq) FROM memories_fts_deletions").fetchone()
+    return int(row[0] or 0)
