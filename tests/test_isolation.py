@@ -27,6 +27,8 @@ MARK_B = "zebracorn"
 def settings(settings: Settings) -> Settings:
     # Hundreds of requests by one key as fast as they go: rate limits are another test's.
     return settings.model_copy(update={"rate_limit": RateLimit(per_second=0)})
+
+
 STEPS = ["open", "search", "edit", "test"]
 
 
