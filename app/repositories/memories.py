@@ -7,12 +7,13 @@ import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, TypeAlias, Unpack, cast
 
 import orjson
 from sqlalchemy import (
     ColumnElement,
     Float,
+    Row,
     Table,
     and_,
     bindparam,
@@ -38,6 +39,12 @@ from app.repositories import keyset
 from app.storage.term_index import index_for
 
 MEMORIES = cast(Table, Memory.__table__)
+# Search and recall read plain rows (no ORM identity map: a recall reads ~70 memories and
+# the ORM's bookkeeping per object was a tenth of its time). A row has the model's
+# attribute names, `metadata_` included.
+COLUMNS = [c.label("metadata_") if c.key == "metadata" else c for c in MEMORIES.c]
+MemoryRow: TypeAlias = Row[Unpack[tuple[Any, ...]]]
+MemoryRecord: TypeAlias = Memory | MemoryRow
 # Text matches kept, by relevance alone, before the blended score is computed.
 PREFILTER = 200
 PRUNE_FROM = 5000  # memories in the namespace before common terms are dropped
@@ -141,7 +148,7 @@ class MemoryRepository:
         *,
         now: datetime,
         limit: int,
-    ) -> list[tuple[Memory, dict[str, float]]]:
+    ) -> list[tuple[MemoryRow, dict[str, float]]]:
         """Ranked full-text matches; ranking, filters and limit all run in the database.
 
         The engine first keeps the best PREFILTER matches by text relevance alone (in C);
@@ -202,30 +209,30 @@ class MemoryRepository:
         )
         stmt = (
             select(
-                Memory,
-                text_part.label("text"),
-                value.label("value"),
-                staleness.label("staleness"),
-                score.label("score"),
+                *COLUMNS,
+                text_part.label("text_part"),
+                value.label("value_part"),
+                staleness.label("staleness_part"),
+                score.label("score_part"),
             )
             .select_from(source)
-            .join(Memory, and_(Memory.namespace == namespace, Memory.id == matched_id))
+            .join(MEMORIES, and_(MEMORIES.c.namespace == namespace, MEMORIES.c.id == matched_id))
             .where(*_filters(namespace, filters, now))
-            .order_by(literal_column("score").desc(), Memory.id)
+            .order_by(literal_column("score_part").desc(), MEMORIES.c.id)
             .limit(limit)
         )
         rows = await self.session.execute(stmt)
         return [
             (
-                memory,
+                row,
                 {
-                    "text": float(text),
-                    "value": float(val),
-                    "staleness": float(stale),
-                    "score": float(sc),
+                    "text": float(row.text_part),
+                    "value": float(row.value_part),
+                    "staleness": float(row.staleness_part),
+                    "score": float(row.score_part),
                 },
             )
-            for memory, text, val, stale, sc in rows
+            for row in rows
         ]
 
     async def _index_matches(
@@ -394,10 +401,10 @@ class MemoryUsageRepository:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
 
-    async def top_constraints(self, namespace: str, *, now: datetime, limit: int) -> list[Memory]:
+    async def top_constraints(self, namespace: str, *, now: datetime, limit: int) -> list[Row[Any]]:
         """Current constraints, most critical first: recall considers them whatever the text."""
         stmt = (
-            select(Memory)
+            select(*COLUMNS)
             .where(
                 Memory.namespace == namespace,
                 Memory.type == "constraint",
@@ -406,7 +413,7 @@ class MemoryUsageRepository:
             .order_by(Memory.criticality.desc(), Memory.id.desc())  # index order, no sort
             .limit(limit)
         )
-        return list((await self.session.execute(stmt)).scalars())
+        return list(await self.session.execute(stmt))
 
     async def lock(self, namespace: str, ids: Iterable[str]) -> None:
         """Lock the rows in id order (PostgreSQL): transactions that update overlapping sets

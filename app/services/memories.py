@@ -14,7 +14,7 @@ from app.core.config import Limits
 from app.core.errors import Conflict, NotFound, PayloadTooLarge
 from app.learning.ranking import query_terms
 from app.models import Memory
-from app.repositories.memories import MemoryFilters, MemoryRepository
+from app.repositories.memories import MemoryFilters, MemoryRecord, MemoryRepository
 from app.schemas.memory import (
     SENSITIVITY_ORDER,
     MemoryCreate,
@@ -48,11 +48,11 @@ def status_at(status: str, valid_until: datetime | None, *, now: datetime) -> st
     return status
 
 
-def derived_status(memory: Memory, *, now: datetime) -> str:
+def derived_status(memory: MemoryRecord, *, now: datetime) -> str:
     return status_at(memory.status, memory.valid_until, now=now)
 
 
-def to_read(memory: Memory, *, now: datetime) -> MemoryRead:
+def to_read(memory: MemoryRecord, *, now: datetime) -> MemoryRead:
     status = derived_status(memory, now=now)
     mean = memory.reward_sum / memory.reward_count if memory.reward_count else None
     return MemoryRead.model_validate(

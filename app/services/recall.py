@@ -18,8 +18,12 @@ from app.learning.features import (
 )
 from app.learning.policy import POLICY_ID, POLICY_VERSION, Candidate, decide
 from app.learning.ranking import query_terms
-from app.models import Memory
-from app.repositories.memories import MemoryFilters, MemoryRepository, MemoryUsageRepository
+from app.repositories.memories import (
+    MemoryFilters,
+    MemoryRecord,
+    MemoryRepository,
+    MemoryUsageRepository,
+)
 from app.schemas.recall import (
     PolicyRef,
     RecalledMemory,
@@ -69,10 +73,10 @@ class RecallService:
 
     async def _candidates(
         self, namespace: str, req: RecallRequest, now: datetime
-    ) -> list[tuple[Memory, float, int]]:
+    ) -> list[tuple[MemoryRecord, float, int]]:
         """(memory, retrieval score, rank): text matches of any status, then constraints."""
         types = [t.value for t in req.types] if req.types else None
-        found: dict[str, tuple[Memory, float, int]] = {}
+        found: dict[str, tuple[MemoryRecord, float, int]] = {}
         terms = query_terms(req.task)
         if terms:
             hits = await self.memories.search(
