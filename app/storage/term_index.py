@@ -88,7 +88,7 @@ def ns_token(namespace: str) -> str:
 @dataclass
 class _Postings:
     slots: array[int] = field(default_factory=lambda: array("i"))
-    tf: array[float] = field(default_factory=lambda: array("d"))
+    tf: array[float] = field(default_factory=lambda: array("f"))  # small integers
 
 
 class _Data:
@@ -101,7 +101,7 @@ class _Data:
         self.ns: array[int] = array("i")
         self.types: array[int] = array("i")
         self.ids: list[str] = []
-        self.slot_of: dict[tuple[str, str], int] = {}  # (ns token, memory id) -> slot
+        self.slot_of: dict[str, dict[str, int]] = {}  # ns token -> memory id -> slot
         self.ns_codes: dict[str, int] = {}
         self.type_codes: dict[str, int] = {}
         self.postings: dict[str, _Postings] = {}
@@ -121,10 +121,11 @@ class _Data:
         self.ns.append(self.code(self.ns_codes, token))
         self.types.append(self.code(self.type_codes, type_))
         self.ids.append(memory_id)
-        old = self.slot_of.get((token, memory_id))
+        slots = self.slot_of.setdefault(token, {})
+        old = slots.get(memory_id)
         if old is not None:
             self.kill(old)
-        self.slot_of[(token, memory_id)] = slot
+        slots[memory_id] = slot
         self.live += 1
         self.live_tokens += length
         self.cursor = max(self.cursor, rowid)
@@ -343,7 +344,7 @@ class TermIndex:
         for seq, namespace, memory_id, rewritten in rows:
             if rewritten:
                 return False
-            slot = data.slot_of.pop((ns_token(namespace), memory_id), None)
+            slot = data.slot_of.get(ns_token(namespace), {}).pop(memory_id, None)
             if slot is not None:
                 data.kill(slot)
                 moved_back |= data.rowids[slot] >= data.cursor
@@ -434,7 +435,7 @@ class TermIndex:
             if postings is None:
                 continue
             slots = np.frombuffer(postings.slots, dtype=np.int32)
-            tf = np.frombuffer(postings.tf, dtype=np.float64)
+            tf = np.frombuffer(postings.tf, dtype=np.float32).astype(np.float64)
             live = alive[slots].astype(bool)
             df = int(np.count_nonzero(live))
             if df == 0:
