@@ -154,6 +154,7 @@ class TermIndex:
         self._conn: sqlite3.Connection | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="term-index")
         self._building = False
+        self._closing = False
         self._failed_at = -math.inf
         self._stems: dict[str, str] = {}
         self.builds = 0
@@ -162,7 +163,7 @@ class TermIndex:
 
     def start(self) -> None:
         """Build in the background; `top` answers None until the build is done."""
-        if self._building or self.ready:
+        if self._building or self.ready or self._closing:
             return
         if time.monotonic() - self._failed_at < RETRY_AFTER_S:
             return
@@ -197,7 +198,9 @@ class TermIndex:
         }
 
     def close(self) -> None:
+        """Stop (a build in progress gives up at its next read) and close the connection."""
         self.ready = False
+        self._closing = True
         self._executor.submit(self._close_connection)
         self._executor.shutdown(wait=True)
 
@@ -233,6 +236,8 @@ class TermIndex:
             self._build()
             self.ready = True
             self.builds += 1
+        except _Closed:
+            pass
         except Exception:
             log.exception("search index build failed; full-text queries are used meanwhile")
             self._failed_at = time.monotonic()
@@ -268,7 +273,7 @@ class TermIndex:
             }
             slot_of_rowid: dict[int, int] = {}
             cur = conn.execute("SELECT rowid, memory_id, ns FROM memories_fts ORDER BY rowid")
-            while rows := cur.fetchmany(FETCH):
+            while rows := self._fetch(cur):
                 for rowid, mid, token in rows:
                     # Lengths are summed below; 1 is the namespace column's one token.
                     type_ = types.get((token, mid), "")
@@ -278,7 +283,7 @@ class TermIndex:
                 "SELECT term, doc FROM temp.index_postings WHERE col = 'content'"
             )  # term order, then row order
             term, doc, tf = "", -1, 0
-            while rows := cur.fetchmany(FETCH):
+            while rows := self._fetch(cur):
                 for t, d in rows:
                     if t == term and d == doc:
                         tf += 1
@@ -291,6 +296,11 @@ class TermIndex:
         finally:
             conn.execute("COMMIT")
         self._data = data
+
+    def _fetch(self, cur: sqlite3.Cursor) -> list[Any]:
+        if self._closing:
+            raise _Closed
+        return cur.fetchmany(FETCH)
 
     @staticmethod
     def _post_built(
@@ -329,6 +339,8 @@ class TermIndex:
 
     def _rebuild(self) -> None:
         self.ready = False
+        if self._closing:
+            return
         self._building = True
         self._executor.submit(self._build_guarded)
 
@@ -457,6 +469,10 @@ class TermIndex:
             found = found[scores[found] >= cut]
         best = found[np.lexsort((found, -scores[found]))][:limit]
         return {data.ids[int(s)]: float(scores[s]) for s in best}
+
+
+class _Closed(Exception):
+    """The index was closed while it was being built."""
 
 
 def _deletion_seq(conn: sqlite3.Connection) -> int:
