@@ -12,10 +12,12 @@ import re
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
+import orjson
 from fastapi import Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, TypeAdapter, ValidationError
+from starlette.requests import ClientDisconnect
 
 M = TypeVar("M")
 
@@ -25,6 +27,9 @@ BODY_MODELS: dict[str, Any] = {}
 # A \u0000 escape (not an escaped backslash followed by "u0000"): PostgreSQL can store
 # NUL in neither text nor jsonb, so it is refused on every backend, before any write.
 _NUL_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
+# The pattern has no literal prefix, so the regex engine tries it at every byte of the
+# body; a plain search for the escape rules out nearly every body for a fraction of that.
+_NUL_TEXT = b"\\u0000"
 
 
 def _nul_error(source: str) -> RequestValidationError:
@@ -32,13 +37,41 @@ def _nul_error(source: str) -> RequestValidationError:
     return RequestValidationError([{"type": "nul", "loc": (source,), "msg": msg}])
 
 
-async def refuse_nul(request: Request) -> None:
-    """Refuse NUL characters in the query string and in a JSON body (422)."""
+def _has_nul_escape(raw: bytes) -> bool:
+    return _NUL_TEXT in raw and _NUL_ESCAPE.search(raw) is not None
+
+
+def _refuse_nul_query(request: Request) -> None:
     query: bytes = request.scope.get("query_string", b"")
     if b"%00" in query or b"\x00" in query:
         raise _nul_error("query")
-    if request.method in ("POST", "PUT", "PATCH") and _NUL_ESCAPE.search(await request.body()):
+
+
+async def refuse_nul(request: Request) -> None:
+    """Refuse NUL characters in the query string and in a JSON body (422)."""
+    _refuse_nul_query(request)
+    if request.method in ("POST", "PUT", "PATCH") and _has_nul_escape(await request.body()):
         raise _nul_error("body")
+
+
+async def read_body(request: Request) -> bytes:
+    """The whole body, read from the ASGI channel as Request.body() would, without the
+    async generator that costs a DirectRoute more than the read itself."""
+    chunks: list[bytes] = []
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.request":
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        elif message["type"] == "http.disconnect":
+            raise ClientDisconnect()
+
+
+def json_bytes(content: dict[str, Any]) -> bytes:
+    """A response model's fields as JSON, byte for byte as pydantic writes them when they
+    hold JSON-native values, enums' values and UTC datetimes ("Z")."""
+    return orjson.dumps(content, option=orjson.OPT_UTC_Z)
 
 
 def json_body(name: str, annotation: Any) -> dict[str, Any]:
@@ -53,8 +86,12 @@ def json_body(name: str, annotation: Any) -> dict[str, Any]:
 
 
 async def parse_body(request: Request, adapter: TypeAdapter[M] | type[BaseModel]) -> Any:
-    await refuse_nul(request)
-    raw = await request.body()
+    """The body validated into `adapter`'s type, NUL escapes refused (422), for a
+    DirectRoute: the body is read here, once."""
+    _refuse_nul_query(request)
+    raw = await read_body(request)
+    if _has_nul_escape(raw):
+        raise _nul_error("body")
     try:
         if isinstance(adapter, TypeAdapter):
             return adapter.validate_json(raw)

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import logging
 import secrets
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
+from typing import Any, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -23,6 +26,7 @@ from app.services.ratelimit import RateLimiter
 log = logging.getLogger("engram.auth")
 KEY_PREFIX = "egk_"
 DEFAULT_NAMESPACE = "default"
+T = TypeVar("T")
 
 
 class Role(StrEnum):
@@ -55,6 +59,11 @@ class Principal:
             raise Forbidden(
                 f"this action needs the {role.value} role; the key has {self.role.value}"
             )
+
+
+# Open mode trusts every caller (loopback only, unless protected mode is off): the
+# command line on this machine could do all of it anyway.
+OPEN = Principal(DEFAULT_NAMESPACE, Role.OPERATOR, None)
 
 
 def hash_key(key: str) -> str:
@@ -103,6 +112,9 @@ class Authenticator:
         self._ttl = settings.auth_cache_ttl_s
         self._cache: dict[str, tuple[float, Principal | None]] = {}
         self._keys_exist: tuple[float, bool] | None = None
+        # Lookups in flight: when a cached answer expires under load, the requests that
+        # arrive meanwhile wait for the one query instead of each sending their own.
+        self._pending: dict[str, asyncio.Future[Any]] = {}
         self._open_here = settings.bound_to_loopback or not settings.protected_mode
         rates = settings.rate_limit
         self.rates = RateLimiter(per_second=rates.per_second, burst=rates.burst)
@@ -153,10 +165,28 @@ class Authenticator:
         now = time.monotonic()
         if self._keys_exist is not None and now - self._keys_exist[0] < self._ttl:
             return self._keys_exist[1]
+        return await self._once("", self._count_keys)
+
+    async def _count_keys(self) -> bool:
+        now = time.monotonic()
         async with self._read_sessions() as session:
             exist = await ApiKeyRepository(session).count_active() > 0
         self._keys_exist = (now, exist)
         return exist
+
+    async def _once(self, name: str, fetch: Callable[[], Awaitable[T]]) -> T:
+        """fetch(), or the answer of the same fetch already in flight."""
+        task = self._pending.get(name)
+        if task is None:
+            task = self._pending[name] = asyncio.ensure_future(fetch())
+            task.add_done_callback(lambda done: self._settled(name, done))
+        # Shielded: a caller that goes away does not cancel the others' lookup.
+        result: T = await asyncio.shield(task)
+        return result
+
+    def _settled(self, name: str, task: asyncio.Future[Any]) -> None:
+        if self._pending.get(name) is task:  # not one that forget() has replaced
+            del self._pending[name]
 
     async def authenticate(self, token: str | None, *, client: str = "") -> Principal:
         """The caller's principal; 401 without a valid key, 429 over the key's rate."""
@@ -173,15 +203,14 @@ class Authenticator:
             return principal
         if self.settings.auth_mode is not AuthMode.KEYS and self._open_allowed_here():
             if self._runs_open(await self._any_keys()):
-                # Open mode trusts every caller (loopback only, unless protected mode
-                # is off): the command line on this machine could do all of it anyway.
-                return Principal(DEFAULT_NAMESPACE, Role.OPERATOR, None)
+                return OPEN
         raise Unauthorized("an API key is required: send `Authorization: Bearer <key>`")
 
     def forget(self) -> None:
         """Drop cached lookups, so that a key revoked here stops working at once."""
         self._cache.clear()
         self._keys_exist = None
+        self._pending.clear()  # a lookup in flight may predate the change
 
     async def _lookup(self, token: str) -> Principal:
         digest = hash_key(token)
@@ -190,14 +219,19 @@ class Authenticator:
         if cached is not None and now - cached[0] < self._ttl:
             principal = cached[1]
         else:
-            async with self._read_sessions() as session:
-                record = await ApiKeyRepository(session).by_hash(digest)
-            principal = None
-            if record is not None and hmac.compare_digest(record.key_hash, digest):
-                principal = Principal(record.namespace, Role(record.role), record.id)
-            if len(self._cache) > 10_000:
-                self._cache.clear()
-            self._cache[digest] = (now, principal)
+            principal = await self._once(digest, lambda: self._fetch(digest))
         if principal is None:
             raise Unauthorized("invalid or revoked API key")
+        return principal
+
+    async def _fetch(self, digest: str) -> Principal | None:
+        now = time.monotonic()
+        async with self._read_sessions() as session:
+            record = await ApiKeyRepository(session).by_hash(digest)
+        principal = None
+        if record is not None and hmac.compare_digest(record.key_hash, digest):
+            principal = Principal(record.namespace, Role(record.role), record.id)
+        if len(self._cache) > 10_000:
+            self._cache.clear()
+        self._cache[digest] = (now, principal)
         return principal

@@ -140,17 +140,22 @@ def memory_row(
     )
 
 
+_READ_FIELDS = tuple(MemoryRead.model_fields)
+
+
 async def create_memory(
     writer: EpisodeWriter, namespace: str, data: MemoryCreate, *, limits: Limits
-) -> MemoryRead:
-    """Store a new memory through the writer's group commit."""
+) -> dict[str, Any]:
+    """Store a new memory through the writer's group commit; returns MemoryRead's fields
+    in its order (the row comes from a validated request: no second validation)."""
     check_limits(data, limits)
     now = datetime.now(UTC)
     row = memory_row(namespace, data.id or uuid7(), data, now=now)
     row |= {"type": data.type.value, "scope": dict(data.scope)}
     stored = await writer.create_memory(row, client_id=data.id is not None)
     status = status_at(stored["status"], stored["valid_until"], now=now)
-    return MemoryRead.model_validate({**stored, "status": status, "reward_mean": None})
+    read = {**stored, "status": status, "reward_mean": None}
+    return {name: read[name] for name in _READ_FIELDS}
 
 
 class MemoryService:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request, Response, status
 
-from app.api.body import DirectRoute, json_body, parse_body
+from app.api.body import DirectRoute, json_body, json_bytes, parse_body
 from app.api.deps import (
     AgentDep,
     ReaderDep,
@@ -50,7 +50,8 @@ def _service(session: SessionDep | WriteSessionDep, settings: SettingsDep) -> Me
 
 async def create_memory(request: Request) -> Response:
     """Store a memory."""
-    # A write path agents call often: a DirectRoute that does its own auth and parsing.
+    # A write path agents call often: a DirectRoute that does its own auth, parsing and
+    # serialization (MemoryRead's fields, written as pydantic would write them).
     principal = await require_agent(request)
     body = await parse_body(request, MemoryCreate)
     state = await get_state(request)
@@ -58,10 +59,10 @@ async def create_memory(request: Request) -> Response:
         state.writer, principal.namespace, body, limits=state.settings.limits
     )
     return Response(
-        result.model_dump_json(),
+        json_bytes(result),
         status_code=status.HTTP_201_CREATED,
         media_type="application/json",
-        headers={"Location": f"/v1/memories/{result.id}"},
+        headers={"Location": f"/v1/memories/{result['id']}"},
     )
 
 
