@@ -109,10 +109,12 @@ async def ready(index: TermIndex) -> None:
     raise AssertionError(f"index not ready: {index.stats()}")
 
 
-async def top(index: TermIndex, namespace: str, query: str, limit: int = 10) -> dict[str, float]:
+async def top(
+    index: TermIndex, namespace: str, query: str, limit: int = 10, *, coordinate: bool = True
+) -> dict[str, float]:
     """The index's answer, waiting out a rebuild the change in SQL may have started."""
     for _ in range(500):
-        found = await index.top(namespace, query_terms(query), limit)
+        found = await index.top(namespace, query_terms(query), limit, coordinate=coordinate)
         if found is not None:
             return found
         await asyncio.sleep(0.01)
@@ -139,11 +141,43 @@ async def test_ranks_as_fts5_bm25_does(db: Db) -> None:
                 query += " pools retried"  # two terms with one stem each
             terms = query_terms(query)
             for namespace in ("a", "b"):
-                got = await index.top(namespace, terms, 25)
+                got = await index.top(namespace, terms, 25, coordinate=False)
                 assert got is not None
                 same_ranking(got, db.bm25(namespace, terms, 25))
         assert await index.top("nobody", ["pool"], 10) == {}
         assert await index.top("a", ["zzzunknown"], 10) == {}
+    finally:
+        index.close()
+
+
+async def test_coordination_favours_memories_holding_more_of_the_query(db: Db) -> None:
+    rng = random.Random(7)
+    await db.insert([row("a", i, sentence(rng)) for i in range(300)])
+    # BM25 alone ranks a short memory repeating the rarest word above the one memory
+    # that holds every word of the query.
+    await db.insert(
+        [
+            row("a", 900, "quokka quokka quokka quokka"),
+            row(
+                "a",
+                901,
+                "quokka pool connection retry cache " + " ".join(f"filler{i}" for i in range(60)),
+            ),
+        ]
+    )
+    index = await built(db.path)
+    try:
+        terms = query_terms("quokka pool connection retry cache")
+        plain = await index.top("a", terms, 5, coordinate=False)
+        assert plain is not None
+        assert list(plain)[0] == "a-00900"
+        coordinated = await index.top("a", terms, 5)
+        assert coordinated is not None
+        assert list(coordinated)[0] == "a-00901"
+        # The factor is the share of query terms held: 1 of 5 for the repeated word.
+        assert coordinated["a-00900"] == pytest.approx(plain["a-00900"] / 5)
+        for mid, score in coordinated.items():
+            assert score <= plain.get(mid, score) + 1e-12
     finally:
         index.close()
 
@@ -192,7 +226,8 @@ async def test_follows_inserts_deletes_and_rewrites(db: Db) -> None:
         assert list(await top(index, "a", "echidna")) == ["a-00102"]
         # After all of it, the ranking is still FTS5's.
         terms = query_terms("pool connection retry")
-        same_ranking(await top(index, "a", "pool connection retry", 30), db.bm25("a", terms, 30))
+        found = await top(index, "a", "pool connection retry", 30, coordinate=False)
+        same_ranking(found, db.bm25("a", terms, 30))
     finally:
         index.close()
 
@@ -230,12 +265,21 @@ async def test_many_deletions_rebuild_the_index_smaller(db: Db) -> None:
         index.close()
 
 
-async def test_search_answers_the_same_with_and_without_the_index(settings: Settings) -> None:
+async def test_search_finds_the_same_memories_with_and_without_the_index(
+    settings: Settings,
+) -> None:
+    """Both paths find the same memories. The order may differ: the index also weighs
+    how many of the query's terms a memory holds, FTS5's query does not."""
     from app.main import create_app
 
     rng = random.Random(6)
-    bodies = [{"type": TYPES[i % 4], "content": sentence(rng)} for i in range(300)]
-    queries = [" ".join(rng.sample(WORDS, 3)) for _ in range(20)]
+    markers = [f"marker{chr(97 + i)}{chr(97 + j)}" for i in range(6) for j in range(6)]
+    bodies = [
+        {"type": TYPES[i % 4], "content": f"{sentence(rng)} {rng.choice(markers)}"}
+        for i in range(300)
+    ]
+    # Queries matching fewer memories than a page holds: each path returns all of them.
+    queries = [" ".join(rng.sample(markers, 1)) for _ in range(20)]
     answers: list[list[list[str]]] = []
     for enabled in (True, False):
         recall = settings.recall.model_copy(update={"search_index": enabled})
@@ -250,8 +294,8 @@ async def test_search_answers_the_same_with_and_without_the_index(settings: Sett
                     await asyncio.sleep(0.01)
             hits = []
             for q in queries:
-                r = await client.post("/v1/memories/search", json={"query": q})
-                hits.append([h["memory"]["id"] for h in r.json()["hits"]])
+                r = await client.post("/v1/memories/search", json={"query": q, "limit": 50})
+                hits.append(sorted(h["memory"]["id"] for h in r.json()["hits"]))
             answers.append(hits)
             # The index catches up with SQL when it is asked; /ready tells what it holds.
             body = (await client.get("/ready")).json()

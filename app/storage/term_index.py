@@ -6,7 +6,8 @@ when a query holds common words and the table 100,000 rows. This index keeps the
 postings (the full-text table's own tokens, read through fts5vocab, so the stems are
 FTS5's) as arrays and scores a query with numpy: the same BM25 as FTS5's bm25() (k1 1.2,
 b 0.75, FTS5's idf, the row's token count over every indexed column), in a millisecond
-or two at that size.
+or two at that size. Search multiplies that score by the share of the query's terms a
+memory holds (classic Lucene's coordination factor), which FTS5's bm25() cannot do.
 
 Consistency with SQL, checked before every query in one read transaction:
 - new entries are the full-text rows past the highest rowid the index holds (FTS5 gives
@@ -177,15 +178,27 @@ class TermIndex:
         limit: int,
         *,
         types: Sequence[str] | None = None,
+        coordinate: bool = True,
     ) -> dict[str, float] | None:
-        """The namespace's `limit` best matches: memory id -> BM25 relevance (FTS5's
-        bm25() with the sign flipped), best first; None while the index is not ready."""
+        """The namespace's `limit` best matches, best first: memory id -> relevance, None
+        while the index is not ready.
+
+        Relevance is FTS5's bm25() (sign flipped) times, with `coordinate`, the share of
+        the query's terms the memory holds (the coordination factor of classic Lucene
+        scoring): BM25 alone lets a memory that repeats one rare term outrank one that
+        holds every term of the query."""
         if not self.ready:
             self.start()
             return None
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
-            self._executor, self._top_guarded, ns_token(namespace), list(terms), limit, types
+            self._executor,
+            self._top_guarded,
+            ns_token(namespace),
+            list(terms),
+            limit,
+            types,
+            coordinate,
         )
 
     def stats(self) -> dict[str, Any]:
@@ -246,12 +259,17 @@ class TermIndex:
             self._building = False
 
     def _top_guarded(
-        self, token: str, terms: list[str], limit: int, types: Sequence[str] | None
+        self,
+        token: str,
+        terms: list[str],
+        limit: int,
+        types: Sequence[str] | None,
+        coordinate: bool,
     ) -> dict[str, float] | None:
         try:
             if not self._sync():
                 return None
-            return self._top(token, terms, limit, types)
+            return self._top(token, terms, limit, types, coordinate)
         except Exception:
             log.exception("search index failed; rebuilding it")
             self.ready = False
@@ -428,7 +446,12 @@ class TermIndex:
         return [self._stems.get(t, t) for t in terms]
 
     def _top(
-        self, token: str, terms: list[str], limit: int, types: Sequence[str] | None
+        self,
+        token: str,
+        terms: list[str],
+        limit: int,
+        types: Sequence[str] | None,
+        coordinate: bool,
     ) -> dict[str, float]:
         data = self._data
         code = data.ns_codes.get(token)
@@ -438,6 +461,7 @@ class TermIndex:
         alive = np.frombuffer(data.alive, dtype=np.int8)
         lengths = np.frombuffer(data.lengths, dtype=np.float64)
         scores = np.zeros(n, dtype=np.float64)
+        held = np.zeros(n, dtype=np.float64)  # query terms each slot holds
         total = float(data.live)
         norm = K1 * (1 - B + B * lengths / (data.live_tokens / total))
         # Each query term is a phrase of its own, as in FTS5: two words with one stem
@@ -457,6 +481,9 @@ class TermIndex:
             if idf <= 0.0:
                 idf = 1e-6  # as FTS5 does for terms in more than half the rows
             scores[slots] += times * idf * tf * (K1 + 1) / (tf + norm[slots])
+            held[slots] += times
+        if coordinate and terms:
+            scores *= held / len(terms)
         found = np.flatnonzero(scores)
         found = found[np.frombuffer(data.ns, dtype=np.int32)[found] == code]
         if types is not None:
