@@ -463,7 +463,8 @@ class TermIndex:
         scores = np.zeros(n, dtype=np.float64)
         held = np.zeros(n, dtype=np.float64)  # query terms each slot holds
         total = float(data.live)
-        norm = K1 * (1 - B + B * lengths / (data.live_tokens / total))
+        avgdl = data.live_tokens / total
+        any_dead = data.live < n
         # Each query term is a phrase of its own, as in FTS5: two words with one stem
         # ("float", "floats") count that stem twice.
         for stem, times in Counter(self._stem(terms)).items():
@@ -472,19 +473,21 @@ class TermIndex:
                 continue
             slots = np.frombuffer(postings.slots, dtype=np.int32)
             tf = np.frombuffer(postings.tf, dtype=np.float32).astype(np.float64)
-            live = alive[slots].astype(bool)
-            df = int(np.count_nonzero(live))
+            if any_dead:
+                live = alive[slots].astype(bool)
+                slots, tf = slots[live], tf[live]
+            df = len(slots)
             if df == 0:
                 continue
-            slots, tf = slots[live], tf[live]
             idf = math.log((total - df + 0.5) / (df + 0.5))
             if idf <= 0.0:
                 idf = 1e-6  # as FTS5 does for terms in more than half the rows
-            scores[slots] += times * idf * tf * (K1 + 1) / (tf + norm[slots])
+            norm = K1 * (1 - B + B * lengths[slots] / avgdl)
+            scores[slots] += times * idf * tf * (K1 + 1) / (tf + norm)
             held[slots] += times
-        if coordinate and terms:
-            scores *= held / len(terms)
         found = np.flatnonzero(scores)
+        if coordinate and terms:
+            scores[found] *= held[found] / len(terms)
         found = found[np.frombuffer(data.ns, dtype=np.int32)[found] == code]
         if types is not None:
             codes = [data.type_codes[t] for t in types if t in data.type_codes]
