@@ -22,7 +22,7 @@ from app.api.openapi import install_openapi
 from app.api.routes import admin, backup, episodes, health, learning, memories, recall, rl
 from app.core.config import Settings, get_settings
 from app.core.metrics import Metrics
-from app.db.engine import FTS_TOKENIZER, create_engine, create_sessionmaker
+from app.db.engine import create_engine, create_sessionmaker
 from app.db.migrate import migrate
 from app.services.auth import Authenticator
 from app.services.episode_writer import EpisodeWriter
@@ -52,7 +52,7 @@ def _search_index(engine: AsyncEngine, settings: Settings) -> TermIndex | None:
     path = engine.url.database
     if not settings.is_sqlite or not settings.recall.search_index or path in (None, "", ":memory:"):
         return None
-    return open_index(path, tokenizer=FTS_TOKENIZER)
+    return open_index(path)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

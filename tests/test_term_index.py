@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import text
 
 from app.core.config import Settings
-from app.db.engine import FTS_TOKENIZER, create_engine
+from app.db.engine import create_engine
 from app.db.migrate import migrate
 from app.learning.ranking import query_terms
 from app.repositories.memories import MEMORIES
@@ -95,7 +95,7 @@ async def db(tmp_path: Path) -> AsyncIterator[Db]:
 
 
 async def built(path: Path) -> TermIndex:
-    index = TermIndex(str(path), tokenizer=FTS_TOKENIZER)
+    index = TermIndex(str(path))
     index.start()
     await ready(index)
     return index

@@ -19,9 +19,9 @@ from sqlalchemy.ext.asyncio import (
 )
 
 from app.core.config import Settings
+from app.db import probe
 
 WRITE_OPTION = "engram_write"
-FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 
 
 def _json_dumps(value: Any) -> str:
@@ -53,16 +53,9 @@ def _sqlite_engine(settings: Settings) -> AsyncEngine:
         cur.execute(f"PRAGMA synchronous={synchronous}")
         cur.execute("PRAGMA foreign_keys=ON")
         cur.execute(f"PRAGMA busy_timeout={busy_ms}")
-        # A private (temp) full-text table with the index's tokenizer: search writes the
-        # query terms into it to learn their stems. Temp tables take no lock on the database.
-        cur.execute(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.engram_probe USING fts5("
-            f"content, tokenize='{FTS_TOKENIZER}')"
-        )
-        cur.execute(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.engram_probe_terms "
-            "USING fts5vocab(temp, engram_probe, 'instance')"
-        )
+        # The tokenizer probe (app/db/probe.py): search learns query terms' stems in it.
+        for statement in probe.CREATE:
+            cur.execute(statement)
         cur.close()
 
     @event.listens_for(engine.sync_engine, "begin")

@@ -35,11 +35,12 @@ from sqlalchemy import (
 )
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db import probe
 from app.learning.ranking import STALE_AFTER_DAYS, WEIGHTS
 from app.models import Memory
 from app.models.base import UTCDateTime
 from app.repositories import keyset
-from app.storage.term_index import index_for
+from app.storage.term_index import index_for, ns_token
 
 MEMORIES = cast(Table, Memory.__table__)
 # Search and recall read plain rows (no ORM identity map: a recall reads ~70 memories and
@@ -58,7 +59,6 @@ NS_FILTER_BELOW = 0.5
 TOTAL = "\x00total"  # key of the index's row count among the term frequencies
 # Term statistics only steer which terms to match on, so slightly old ones are fine.
 DF_TTL_S = 30.0
-_STEMS: dict[str, str] = {}  # same tokenizer everywhere, so one table for the process
 _DF: weakref.WeakKeyDictionary[Any, dict[str, tuple[float, int]]] = weakref.WeakKeyDictionary()
 MAX_MATCH_TERMS = 8
 
@@ -347,10 +347,7 @@ class MemoryRepository:
         if index is None:
             return None
         found = await index.top(namespace, terms, prefilter, types=types)
-        if found is None:
-            return None
-        best = max(found.values(), default=0.0)
-        return {mid: (rel / best if best > 0 else 0.0) for mid, rel in found.items()}
+        return None if found is None else _relative(found.items())
 
     async def _fts_matches(
         self,
@@ -369,7 +366,7 @@ class MemoryRepository:
         namespace token's posting list is then as long as the index, and reading it would
         cost more than the over-fetch (the ranking is the same, BM25 statistics are global).
         """
-        token = "n" + namespace.encode().hex().upper() + "x"
+        token = ns_token(namespace)
         chosen, share = await self._selective_terms(token, terms)
         words = " OR ".join(f'"{t}"' for t in chosen)
         if share >= NS_FILTER_BELOW:
@@ -397,12 +394,9 @@ class MemoryRepository:
             params = {"query": query, "fetch": fetch}
         rows = await self.session.execute(stmt, params)
         found = [(str(mid), float(rel)) for mid, ns, rel in rows if ns == token][:prefilter]
-        best = max((rel for _, rel in found), default=0.0)
-        return {mid: (rel / best if best > 0 else 0.0) for mid, rel in found}
+        return _relative(found)
 
-    async def _selective_terms(
-        self, ns_token: str, terms: Sequence[str]
-    ) -> tuple[list[str], float]:
+    async def _selective_terms(self, token: str, terms: Sequence[str]) -> tuple[list[str], float]:
         """The query terms worth matching on, and the namespace's share of the index.
 
         Terms no memory holds are dropped. Once the namespace holds PRUNE_FROM memories,
@@ -411,8 +405,8 @@ class MemoryRepository:
         weight, and scoring each of their postings is what a query costs). At most
         MAX_MATCH_TERMS."""
         stems = await self._stems(terms)
-        df = await self._frequencies([*stems, ns_token.lower(), TOTAL])
-        total, in_namespace = df[TOTAL], df[ns_token.lower()]
+        df = await self._frequencies([*stems, token.lower(), TOTAL])
+        total, in_namespace = df[TOTAL], df[token.lower()]
         share = in_namespace / total if total else 1.0
         count = {i: df[stems[i]] for i in range(len(terms))}
         present = sorted((i for i in count if count[i] > 0), key=lambda i: count[i])
@@ -431,21 +425,13 @@ class MemoryRepository:
 
     async def _stems(self, terms: Sequence[str]) -> list[str]:
         """The index's stem of each term (the tokenizer runs in a private temp table)."""
-        missing = [t for t in terms if t not in _STEMS]
+        missing = probe.unknown(terms)
         if missing:
-            # One probe row per term (rowid = position + 1), so a term the tokenizer splits
-            # in two still maps to its own first token.
-            probe = text("INSERT INTO temp.engram_probe(rowid, content) VALUES (:i, :q)")
-            await self.session.execute(probe, [{"i": i + 1, "q": t} for i, t in enumerate(missing)])
-            rows = await self.session.execute(
-                text("SELECT term, doc FROM temp.engram_probe_terms ORDER BY doc, offset DESC")
-            )
-            for term, doc in rows:  # the lowest offset of each row comes last and wins
-                _STEMS[missing[int(doc) - 1]] = str(term)
-            await self.session.execute(text("DELETE FROM temp.engram_probe"))
-            if len(_STEMS) > 100_000:
-                _STEMS.clear()
-        return [_STEMS.get(t, t) for t in terms]
+            await self.session.execute(text(probe.INSERT), probe.probe_rows(missing))
+            rows = await self.session.execute(text(probe.FIRST_TOKENS))
+            probe.learn(missing, [(str(term), int(doc)) for term, doc in rows])
+            await self.session.execute(text(probe.CLEAR))
+        return probe.stems(terms)
 
     async def _frequencies(self, stems: Sequence[str]) -> dict[str, int]:
         """How many memories hold each stem; read at most every DF_TTL_S per stem."""
@@ -484,6 +470,13 @@ class MemoryRepository:
         stmt = stmt.order_by(Memory.created_at.desc(), Memory.id.desc()).limit(limit)
         params = _filter_params(namespace, filters, now)
         return list((await self.session.execute(stmt, params)).scalars())
+
+
+def _relative(found: Iterable[tuple[str, float]]) -> dict[str, float]:
+    """Matches in rank order, each relevance relative to the best one (1.0 for the best)."""
+    matches = list(found)
+    best = max((rel for _, rel in matches), default=0.0)
+    return {mid: (rel / best if best > 0 else 0.0) for mid, rel in matches}
 
 
 def _clip_sqlite(x: Any) -> Any:

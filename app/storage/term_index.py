@@ -42,6 +42,8 @@ from typing import Any
 
 import numpy as np
 
+from app.db import probe
+
 log = logging.getLogger(__name__)
 
 K1 = 1.2
@@ -60,12 +62,12 @@ def _key(path: str) -> str:
     return str(Path(path).resolve())
 
 
-def open_index(path: str, *, tokenizer: str) -> TermIndex:
+def open_index(path: str) -> TermIndex:
     """The process's index of the database file at path, started (one per file)."""
     key = _key(path)
     index = _OPEN.get(key)
     if index is None:
-        index = _OPEN[key] = TermIndex(key, tokenizer=tokenizer)
+        index = _OPEN[key] = TermIndex(key)
     index.start()
     return index
 
@@ -138,18 +140,20 @@ class _Data:
             self.live -= 1
             self.live_tokens -= self.lengths[slot]
 
-    def post(self, term: str, slot: int, tf: float) -> None:
+    def post(self, term: str, slot: int, tf: int) -> None:
+        """`tf` occurrences of the term in the slot's text (counted in its length)."""
         postings = self.postings.get(term)
         if postings is None:
             postings = self.postings[term] = _Postings()
         postings.slots.append(slot)
         postings.tf.append(tf)
+        self.lengths[slot] += tf
+        self.live_tokens += tf
 
 
 class TermIndex:
-    def __init__(self, path: str, *, tokenizer: str) -> None:
+    def __init__(self, path: str) -> None:
         self.path = path
-        self.tokenizer = tokenizer
         self.ready = False
         self._data = _Data()
         self._conn: sqlite3.Connection | None = None
@@ -157,7 +161,6 @@ class TermIndex:
         self._building = False
         self._closing = False
         self._failed_at = -math.inf
-        self._stems: dict[str, str] = {}
         self.builds = 0
 
     # -- the async face --------------------------------------------------------
@@ -168,8 +171,7 @@ class TermIndex:
             return
         if time.monotonic() - self._failed_at < RETRY_AFTER_S:
             return
-        self._building = True
-        self._executor.submit(self._build_guarded)
+        self._submit_build()
 
     async def top(
         self,
@@ -224,14 +226,8 @@ class TermIndex:
             conn = sqlite3.connect(
                 f"file:{self.path}?mode=ro", uri=True, isolation_level=None, timeout=5.0
             )
-            conn.execute(
-                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.index_probe USING fts5("
-                f"content, tokenize='{self.tokenizer}')"
-            )
-            conn.execute(
-                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.index_probe_terms "
-                "USING fts5vocab(temp, index_probe, 'instance')"
-            )
+            for statement in probe.CREATE:
+                conn.execute(statement)
             conn.execute(
                 "CREATE VIRTUAL TABLE IF NOT EXISTS temp.index_postings "
                 "USING fts5vocab(main, memories_fts, 'instance')"
@@ -296,7 +292,6 @@ class TermIndex:
                     # Lengths are summed below; 1 is the namespace column's one token.
                     type_ = types.get((token, mid), "")
                     slot_of_rowid[rowid] = data.add(rowid, mid, token, type_, 1.0)
-            data.live_tokens = float(data.live)
             cur = conn.execute(
                 "SELECT term, doc FROM temp.index_postings WHERE col = 'content'"
             )  # term order, then row order
@@ -325,11 +320,8 @@ class TermIndex:
         data: _Data, slot_of_rowid: dict[int, int], term: str, doc: int, tf: int
     ) -> None:
         slot = slot_of_rowid.get(doc)
-        if slot is None:
-            return
-        data.post(term, slot, float(tf))
-        data.lengths[slot] += tf
-        data.live_tokens += tf
+        if slot is not None:
+            data.post(term, slot, tf)
 
     def _sync(self) -> bool:
         """Catch up with SQL; False when the index must be rebuilt first."""
@@ -357,8 +349,10 @@ class TermIndex:
 
     def _rebuild(self) -> None:
         self.ready = False
-        if self._closing:
-            return
+        if not self._closing:
+            self._submit_build()
+
+    def _submit_build(self) -> None:
         self._building = True
         self._executor.submit(self._build_guarded)
 
@@ -408,42 +402,25 @@ class TermIndex:
                     (namespace, *chunk),
                 ):
                     types[(token, mid)] = type_
-        conn.executemany(
-            "INSERT INTO temp.index_probe(rowid, content) VALUES (?, ?)",
-            [(rowid, content) for rowid, _, _, content in rows],
-        )
-        counts = conn.execute(
-            "SELECT doc, term, count(*) FROM temp.index_probe_terms GROUP BY doc, term"
-        ).fetchall()
-        conn.execute("DELETE FROM temp.index_probe")
+        conn.executemany(probe.INSERT, [{"i": rowid, "q": text} for rowid, _, _, text in rows])
+        counts = conn.execute(probe.TERM_COUNTS).fetchall()
+        conn.execute(probe.CLEAR)
         slot_of_rowid = {
             rowid: data.add(rowid, mid, token, types.get((token, mid), ""), 1.0)
             for rowid, mid, token, _ in rows
         }
         for doc, term, tf in counts:
-            slot = slot_of_rowid[doc]
-            data.post(term, slot, float(tf))
-            data.lengths[slot] += tf
-            data.live_tokens += tf
+            data.post(term, slot_of_rowid[doc], tf)
         data.cursor = max(data.cursor, rows[-1][0])
 
     def _stem(self, terms: list[str]) -> list[str]:
-        missing = [t for t in terms if t not in self._stems]
+        missing = probe.unknown(terms)
         if missing:
             conn = self._connection()
-            conn.executemany(
-                "INSERT INTO temp.index_probe(rowid, content) VALUES (?, ?)",
-                [(i + 1, t) for i, t in enumerate(missing)],
-            )
-            rows = conn.execute(
-                "SELECT term, doc FROM temp.index_probe_terms ORDER BY doc, offset DESC"
-            ).fetchall()
-            conn.execute("DELETE FROM temp.index_probe")
-            for term, doc in rows:  # a row's first token comes last and wins
-                self._stems[missing[int(doc) - 1]] = str(term)
-            if len(self._stems) > 100_000:
-                self._stems.clear()
-        return [self._stems.get(t, t) for t in terms]
+            conn.executemany(probe.INSERT, probe.probe_rows(missing))
+            probe.learn(missing, conn.execute(probe.FIRST_TOKENS).fetchall())
+            conn.execute(probe.CLEAR)
+        return probe.stems(terms)
 
     def _top(
         self,
