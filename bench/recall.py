@@ -32,14 +32,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from app.core.config import Settings
 from app.db.engine import create_engine, create_sessionmaker
 from app.db.migrate import migrate
-from app.learning.features import observation_vector
 from app.learning.ranking import query_terms
 from app.repositories.memories import MEMORIES
-from app.repositories.rl import TRANSITIONS
-from app.services.ids import uuid7
 from app.services.memories import token_estimate
 from bench.corpus import sentences
 from bench.loadgen import build_request, run
+from bench.transitions import download, insert_copies, model_transition
 from tests.server import EngramServer
 
 TYPES = ["fact", "procedure", "preference", "constraint", "tool_memory", "reflection"]
@@ -181,61 +179,10 @@ async def memory_writes(server: EngramServer, texts: list[str], seconds: float) 
 
 async def export_rate(server: EngramServer, url: str, n: int) -> tuple[float, int, int, int]:
     """Copies of one real completed transition, then the NDJSON export timed."""
-    async with httpx.AsyncClient(base_url=server.url, timeout=60) as client:
-        rid = (
-            await client.post(
-                "/v1/recall", json={"task": "database connection pool", "token_budget": 400}
-            )
-        ).json()["recall_id"]
-        await client.post("/v1/rewards", json={"recall_id": rid, "value": 1})
-        model = (await client.get("/v1/rl/transitions", params={"status": "completed"})).json()[
-            "items"
-        ][0]
-    engine = create_engine(Settings(database_url=url))
-    now = datetime.now(UTC)
-    vector = observation_vector(model["state"], Settings().recall.max_candidates, pad=False)
-    async with create_sessionmaker(engine, write=True)() as session:
-        for lo in range(0, n, 2000):
-            rows = [
-                {
-                    "namespace": "default",
-                    "id": uuid7(),
-                    "task_id": f"t{(lo + j) // 4}",
-                    "agent_id": None,
-                    "task_type": "bench",
-                    "policy_id": "baseline_v0",
-                    "policy_version": 1,
-                    "state": model["state"],
-                    "action": model["action"],
-                    "observation_vector": vector,
-                    "propensity": model["propensity"],
-                    "status": "completed",
-                    "reward": 1.0,
-                    "reward_id": None,
-                    "next_id": None,
-                    "created_at": now + timedelta(microseconds=lo + j),
-                    "completed_at": now,
-                }  # fmt: skip
-                for j in range(min(2000, n - lo))
-            ]
-            await session.execute(TRANSITIONS.insert(), rows)
-        await session.commit()
-    await engine.dispose()
-    rss_before = server.rss_bytes()
-    peak = rss_before
-    count = seen = 0
-    t0 = time.perf_counter()
-    async with httpx.AsyncClient(base_url=server.url, timeout=300) as client:
-        async with client.stream(
-            "GET", "/v1/rl/dataset", params={"limit": 100_000, "task_type": "bench"}
-        ) as r:
-            async for data in r.aiter_bytes():
-                count += data.count(b"\n")
-                if count // 2000 > seen:
-                    seen = count // 2000
-                    peak = max(peak, server.rss_bytes())
-    elapsed = time.perf_counter() - t0
-    return count / elapsed, count, rss_before, peak
+    model = await model_transition(server.url)
+    await insert_copies(url, model, n, chained=False)
+    rate, count, before, peak, _ = await download(server, 100_000)
+    return rate, count, before, peak
 
 
 async def main() -> None:
