@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import time
 import weakref
-from collections.abc import Awaitable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeAlias, cast
@@ -273,24 +272,20 @@ class MemoryRepository:
         *,
         now: datetime,
         limit: int,
-        matches: Awaitable[dict[str, float] | None] | None = None,
     ) -> list[tuple[MemoryRow, dict[str, float]]]:
         """Ranked full-text matches; ranking, filters and limit all run in the database.
 
         The engine first keeps the best PREFILTER matches by text relevance alone (in C);
         the blended score is computed only for those, relative to the best match.
-        `matches` is what `start_matches` began for the same arguments, if it was called.
         """
         prefilter = max(PREFILTER, 4 * limit)
         bind = self.session.get_bind()
         dialect = bind.dialect.name
         params = _filter_params(namespace, filters, now) | {"limit": limit}
         if dialect == "sqlite":
-            if matches is None:
-                matches = self._index_matches(
-                    bind.engine.url.database, namespace, terms, prefilter, filters.types
-                )
-            relevance = await matches
+            relevance = await self._index_matches(
+                bind.engine.url.database, namespace, terms, prefilter, filters.types
+            )
             if relevance is None:
                 relevance = await self._fts_matches(
                     namespace, terms, prefilter, types=filters.types
@@ -316,22 +311,6 @@ class MemoryRepository:
             )
             for row in rows
         ]
-
-    def start_matches(
-        self, namespace: str, terms: Sequence[str], filters: MemoryFilters, *, limit: int
-    ) -> asyncio.Future[dict[str, float] | None] | None:
-        """Begin the in-memory index's part of `search` now: it runs in the index's own
-        thread, so this session can serve another query meanwhile. None without an index
-        (PostgreSQL); hand the future to `search` as `matches`."""
-        bind = self.session.get_bind()
-        if bind.dialect.name != "sqlite":
-            return None
-        prefilter = max(PREFILTER, 4 * limit)
-        return asyncio.ensure_future(
-            self._index_matches(
-                bind.engine.url.database, namespace, terms, prefilter, filters.types
-            )
-        )
 
     async def _index_matches(
         self,

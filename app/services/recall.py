@@ -78,29 +78,20 @@ class RecallService:
         types = [t.value for t in req.types] if req.types else None
         found: dict[str, tuple[MemoryRecord, float, int]] = {}
         terms = query_terms(req.task)
-        filters = MemoryFilters(types=types)
-        limit = self.settings.max_candidates
-        # The index ranks the text in its own thread while this session reads constraints.
-        early = (
-            self.memories.start_matches(namespace, terms, filters, limit=limit) if terms else None
-        )
-        try:
-            constraints = []
-            if types is None or "constraint" in types:
-                constraints = await self.usage.top_constraints(
-                    namespace, now=now, limit=self.settings.max_constraints
-                )
-            if terms:
-                hits = await self.memories.search(
-                    namespace, terms, filters, now=now, limit=limit, matches=early
-                )
-                for rank, (memory, parts) in enumerate(hits, start=1):
-                    found[memory.id] = (memory, parts["text"], rank)
-        finally:
-            if early is not None and not early.done():
-                early.cancel()
-        for memory in constraints:
-            found.setdefault(memory.id, (memory, 0.0, 0))
+        if terms:
+            hits = await self.memories.search(
+                namespace,
+                terms,
+                MemoryFilters(types=types),
+                now=now,
+                limit=self.settings.max_candidates,
+            )
+            for rank, (memory, parts) in enumerate(hits, start=1):
+                found[memory.id] = (memory, parts["text"], rank)
+        if types is None or "constraint" in types:
+            limit = self.settings.max_constraints
+            for memory in await self.usage.top_constraints(namespace, now=now, limit=limit):
+                found.setdefault(memory.id, (memory, 0.0, 0))
         return [c for c in found.values() if scope_compatible(c[0].scope, req.scope)]
 
     async def choose(self, namespace: str, req: RecallRequest) -> Choice:
