@@ -31,28 +31,28 @@ def to_minari(
     dataset_id: str,
     *,
     slots: int,
-    code_permalink: str = "engram /v1/rl/dataset, schema_version 1",
+    code_permalink: str = "engram /v1/rl/dataset, schema_version 2",
     author: str = "engram",
     author_email: str = "engram@localhost",
 ) -> Any:
-    """A Minari dataset: observations are observation_vector, actions action_vector."""
+    """A Minari dataset of the rows' observations and actions (vectors of fixed length)."""
     import gymnasium as gym
     import minari
     import numpy as np
     from minari.data_collector import EpisodeBuffer
 
-    dim = len(rows[0]["observation_vector"])
+    dim = len(rows[0]["observations"])
     buffers = []
     for index, chain in enumerate(episodes(rows)):
-        observations = [r["observation_vector"] for r in chain]
-        last = chain[-1]["next_observation_vector"] or chain[-1]["observation_vector"]
+        observations = [r["observations"] for r in chain]
+        last = chain[-1]["next_observations"] or chain[-1]["observations"]
         observations.append(last)
         ended = bool(chain[-1]["terminations"])
         buffers.append(
             EpisodeBuffer(
                 id=index,
                 observations=np.asarray(observations, dtype=np.float32),
-                actions=np.asarray([r["action_vector"] for r in chain], dtype=np.int8),
+                actions=np.asarray([r["actions"] for r in chain], dtype=np.int8),
                 rewards=[float(r["rewards"]) for r in chain],
                 terminations=[False] * (len(chain) - 1) + [ended],
                 truncations=[False] * (len(chain) - 1) + [not ended],

@@ -45,7 +45,7 @@ async def in_process(url: str, n: int) -> tuple[float, int]:
         filters=DatasetFilters(task_type="bench"),
         after=None,
         until_key=(datetime(9999, 1, 1, tzinfo=UTC), "~"),
-        slots=Settings().recall.max_candidates,
+        slots=Settings().recall.candidate_slots,
     )
     lines = size = 0
     t0 = time.perf_counter()

@@ -11,7 +11,7 @@ import httpx
 
 from app.core.config import Settings
 from app.db.engine import create_engine, create_sessionmaker
-from app.learning.features import observation_vector
+from app.learning.features import dataset_parts
 from app.repositories.rl import TRANSITIONS
 from app.services.ids import uuid7
 from tests.server import EngramServer
@@ -31,7 +31,7 @@ async def model_transition(url: str) -> dict[str, Any]:
 async def insert_copies(url: str, model: dict[str, Any], n: int, *, chained: bool) -> None:
     engine = create_engine(Settings(database_url=url))
     now = datetime.now(UTC)
-    vector = observation_vector(model["state"], Settings().recall.max_candidates, pad=False)
+    parts = dataset_parts(model["state"], model["action"])
     ids = [uuid7() for _ in range(n)]
     async with create_sessionmaker(engine, write=True)() as session:
         for lo in range(0, n, 2000):
@@ -46,7 +46,7 @@ async def insert_copies(url: str, model: dict[str, Any], n: int, *, chained: boo
                     "policy_version": 1,
                     "state": model["state"],
                     "action": model["action"],
-                    "observation_vector": vector,
+                    **parts,
                     "propensity": model["propensity"],
                     "status": "completed",
                     "reward": 1.0,

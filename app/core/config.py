@@ -70,6 +70,12 @@ class Recall(BaseModel):
     # of text) and rank matches with it instead of FTS5's OR query.
     search_index: bool = True
 
+    @property
+    def candidate_slots(self) -> int:
+        """Most candidates a recall weighs (text matches plus constraints): the slots of
+        the dataset's vectors."""
+        return self.max_candidates + self.max_constraints
+
 
 class Learning(BaseModel):
     """The background worker and the thresholds of mining and skill evolution."""

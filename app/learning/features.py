@@ -8,9 +8,15 @@ from datetime import datetime
 from operator import itemgetter
 from typing import Any
 
+import orjson
+
 from app.schemas.memory import SENSITIVITY_ORDER, MemoryStatus, MemoryType
 
-SCHEMA_VERSION = "1"
+# 2: observations, actions and next_observations are the vectors; the per-candidate
+# lists (candidate_ids, modes, inclusion_pscores) are arrays in slot order; the slots
+# cover the constraints as well as the text matches. 1 had the named state as
+# observations and the vectors beside it.
+SCHEMA_VERSION = "2"
 TYPE_NAMES = [t.value for t in MemoryType]
 STATUS_NAMES = [s.value for s in MemoryStatus]
 REQUEST_FEATURES = ["token_budget", "k", "n_candidates", "tokens_available", "n_scope_keys"]
@@ -103,3 +109,36 @@ def action_vector(candidate_ids: Sequence[str], selected: Sequence[str], slots: 
     chosen = set(selected)
     ids = candidate_ids[:slots]
     return [1 if mid in chosen else 0 for mid in ids] + [0] * (slots - len(ids))
+
+
+def dataset_lists(
+    state: dict[str, Any], action: dict[str, Any], slots: int | None = None
+) -> dict[str, Any]:
+    """The decision as the dataset gives it: the selection in priority order, then one
+    entry per candidate slot (the first `slots` candidates, all of them by default) for
+    the candidate ids, logged modes, inclusion probabilities and the action vector, which
+    comes last and is not padded (the export pads it to the dataset's slots)."""
+    ids = [c["memory_id"] for c in state["candidates"][:slots]]
+    modes = action["modes"]
+    inclusion = action["inclusion"]
+    chosen = set(action["selected"])
+    return {
+        "selected": action["selected"],
+        "explored": action["explored"],
+        "candidate_ids": ids,
+        "modes": [modes.get(mid, "suppressed") for mid in ids],
+        "inclusion_pscores": [inclusion.get(mid, 0.0) for mid in ids],
+        "actions": [1 if mid in chosen else 0 for mid in ids],
+    }
+
+
+def dataset_parts(state: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:
+    """The transition's columns the dataset export copies instead of rebuilding: the
+    observation vector of every candidate (unpadded), their number, and dataset_lists
+    as JSON text."""
+    n = len(state["candidates"])
+    return {
+        "observation_vector": observation_vector(state, n, pad=False),
+        "n_candidates": n,
+        "dataset_lists": orjson.dumps(dataset_lists(state, action)).decode(),
+    }

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Float, Index, Integer, String
+from sqlalchemy import JSON, Float, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, UTCDateTime
@@ -25,9 +25,15 @@ class Transition(Base):
     policy_version: Mapped[int] = mapped_column(Integer)
     state: Mapped[dict[str, Any]] = mapped_column(JSON)
     action: Mapped[dict[str, Any]] = mapped_column(JSON)
-    # observation_vector(state) without the zero padding, computed when the recall is
-    # logged so that the export copies it instead of rebuilding it (None: older rows).
+    # The dataset's parts of the row, computed when the recall is logged so that the
+    # export copies them instead of rebuilding them from state and action (None: rows
+    # logged before they existed, which the export rebuilds):
+    # observation_vector(state) of every candidate, without the zero padding,
     observation_vector: Mapped[list[float] | None] = mapped_column(JSON)
+    # the number of candidates (the vector's and the lists' length in slots),
+    n_candidates: Mapped[int | None] = mapped_column(Integer)
+    # and features.dataset_lists(state, action) as JSON text.
+    dataset_lists: Mapped[str | None] = mapped_column(Text)
     propensity: Mapped[float] = mapped_column(Float)
     # pending until a reward completes it; completed exactly once.
     status: Mapped[str] = mapped_column(String(16))

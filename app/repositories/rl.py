@@ -48,10 +48,22 @@ RAW_COLUMNS = (
     Transition.propensity,
     Transition.reward,
     Transition.next_id,
-    sql_cast(Transition.state, Text).label("state"),
-    sql_cast(Transition.action, Text).label("action"),
-    sql_cast(Transition.observation_vector, Text).label("vector"),
+    Transition.n_candidates,
+    Transition.dataset_lists,
 )
+
+
+def _rebuilt(table: Any, slots: int) -> Any:
+    """SQL: true for a transition whose stored dataset parts the export cannot copy into
+    `slots` slots (logged before they existed, or with more candidates than slots)."""
+    vector = sql_cast(table.c.observation_vector, Text)
+    return or_(
+        table.c.dataset_lists.is_(None),
+        table.c.n_candidates.is_(None),
+        table.c.n_candidates > slots,
+        table.c.observation_vector.is_(None),
+        vector == "null",
+    )
 
 
 class TransitionRepository:
@@ -212,19 +224,27 @@ class TransitionRepository:
         after: tuple[datetime, str] | None,
         until_key: tuple[datetime, str],
         batch: int,
+        slots: int,
     ) -> AsyncResult[Any]:
         """Completed transitions after `after`, up to and including `until_key`, as one
-        streamed result fetched `batch` rows at a time: plain rows with state, action and
-        observation vector as the JSON text stored (the export copies them instead of
-        decoding and encoding them), and the next transition's vector joined in (its
-        state too, only where that vector was not stored)."""
+        streamed result fetched `batch` rows at a time: plain rows with the stored dataset
+        parts as the JSON text stored (the export copies them instead of decoding and
+        encoding them), and the next transition's vector joined in. State and action
+        (`state`, `action`, `next_state`) are read only for the transitions whose parts
+        cannot be copied into `slots` slots, which the export rebuilds from them. The
+        export reads the columns by position: RAW_COLUMNS, vector, state, action,
+        next_n_candidates, next_vector, next_state."""
         following = TRANSITIONS.alias("following")
-        vector = sql_cast(following.c.observation_vector, Text)
-        unstored = or_(following.c.observation_vector.is_(None), vector == "null")
+        rebuilt = _rebuilt(TRANSITIONS, slots)
+        next_rebuilt = _rebuilt(following, slots)
         columns = (
             *RAW_COLUMNS,
-            vector.label("next_vector"),
-            case((unstored, sql_cast(following.c.state, Text))).label("next_state"),
+            sql_cast(Transition.observation_vector, Text).label("vector"),
+            case((rebuilt, sql_cast(Transition.state, Text))).label("state"),
+            case((rebuilt, sql_cast(Transition.action, Text))).label("action"),
+            following.c.n_candidates.label("next_n_candidates"),
+            sql_cast(following.c.observation_vector, Text).label("next_vector"),
+            case((next_rebuilt, sql_cast(following.c.state, Text))).label("next_state"),
         )
         stmt: Select[Any] = (
             self._completed(namespace, filters, after, columns)

@@ -20,7 +20,7 @@ from app.learning.features import (
     SCHEMA_VERSION,
     STATUS_NAMES,
     TYPE_NAMES,
-    action_vector,
+    dataset_lists,
     observation_vector,
 )
 from app.learning.policy import MODES, POLICY_ID
@@ -37,32 +37,36 @@ RAW_CHUNK = 50
 
 
 def metadata(settings: RecallSettings) -> dict[str, Any]:
-    slots = settings.max_candidates
+    slots = settings.candidate_slots
+    width = len(REQUEST_FEATURES) + slots * len(CANDIDATE_FEATURES)
     return {
         "schema_version": SCHEMA_VERSION,
         "tables": {
             "transitions": "one row per completed recall",
-            "candidates": "one row per recall and candidate",
+            "candidates": "one row per recall and candidate, with its named features",
         },
         "fields": {
-            "observations": "state: request features and each candidate's named features",
-            "observation_vector": (
+            "observations": (
                 f"{len(REQUEST_FEATURES)} request features, then {slots} candidate slots "
-                f"of {len(CANDIDATE_FEATURES)} features each, zero-padded "
-                f"(length {len(REQUEST_FEATURES) + slots * len(CANDIDATE_FEATURES)})"
+                f"of {len(CANDIDATE_FEATURES)} features each, zero-padded (length {width})"
             ),
-            "actions": "selected memory ids (in order) and each candidate's mode or suppression",
-            "action_vector": f"{slots} slots, 1 where that candidate was selected",
+            "actions": f"{slots} slots, 1 where that slot's candidate was selected",
+            "candidate_ids": "memory id of each filled slot, in slot order",
+            "modes": "logged mode of each filled slot's candidate (or suppressed)",
+            "inclusion_pscores": "per filled slot, probability of its candidate being selected",
+            "selected": "selected memory ids, in the policy's priority order",
             "pscore": "probability of the logged selection under the logging policy",
-            "inclusion_pscores": "per candidate, probability of being selected",
+            "explored": "true when exploration changed the greedy selection",
             "rewards": "scalar reward (see reward_spec)",
             "terminations": "true when no later recall of the same task follows",
             "truncations": "always false",
-            "next_observation_vector": "observation_vector of the next recall of the task",
+            "next_transition_id": "the next recall of the same task, if any",
+            "next_observations": "observations of the next recall of the task, or null",
         },
         "request_features": REQUEST_FEATURES,
         "candidate_features": CANDIDATE_FEATURES,
         "candidate_slots": slots,
+        "observation_length": width,
         "type_index": TYPE_NAMES,
         "status_index": STATUS_NAMES,
         "sensitivity_level": ["low", "medium", "high", "restricted"],
@@ -76,7 +80,8 @@ def metadata(settings: RecallSettings) -> dict[str, Any]:
     }
 
 
-def transition_row(t: Transition, next_state: dict[str, Any] | None, slots: int) -> dict[str, Any]:
+def _head(t: Any) -> dict[str, Any]:
+    """The scalar fields of a transitions row (t: a Transition or a row of its columns)."""
     return {
         "schema_version": SCHEMA_VERSION,
         "transition_id": t.id,
@@ -87,20 +92,28 @@ def transition_row(t: Transition, next_state: dict[str, Any] | None, slots: int)
         "policy_version": t.policy_version,
         "created_at": t.created_at,
         "completed_at": t.completed_at,
-        "observations": t.state,
-        "observation_vector": observation_vector(t.state, slots),
-        "actions": {"selected": t.action["selected"], "modes": t.action["modes"]},
-        "action_vector": action_vector(
-            [c["memory_id"] for c in t.state["candidates"]], t.action["selected"], slots
-        ),
         "pscore": t.propensity,
-        "inclusion_pscores": t.action["inclusion"],
-        "explored": t.action["explored"],
         "rewards": t.reward,
         "terminations": t.next_id is None,
         "truncations": False,
         "next_transition_id": t.next_id,
-        "next_observation_vector": (
+    }
+
+
+def _decision(state: dict[str, Any], action: dict[str, Any], slots: int) -> dict[str, Any]:
+    """dataset_lists with the action vector padded, and the observations."""
+    lists = dataset_lists(state, action, slots)
+    lists["actions"].extend([0] * (slots - len(lists["actions"])))
+    lists["observations"] = observation_vector(state, slots)
+    return lists
+
+
+def transition_row(t: Transition, next_state: dict[str, Any] | None, slots: int) -> dict[str, Any]:
+    """A transitions row rebuilt from the stored state and action."""
+    return {
+        **_head(t),
+        **_decision(t.state, t.action, slots),
+        "next_observations": (
             observation_vector(next_state, slots) if next_state is not None else None
         ),
     }
@@ -208,13 +221,13 @@ class DatasetExport:
             yield b"\n".join(buffer) + b"\n"
 
     async def _transition_lines(self) -> AsyncIterator[bytes]:
-        """The transitions table as NDJSON, RAW_CHUNK lines at a time. The stored JSON of
-        the state and of the observation vectors is copied into each line as it is (only
-        the small action document is decoded), and the next chunk is read while this one
-        is encoded and sent."""
+        """The transitions table as NDJSON, RAW_CHUNK lines at a time. Each line is put
+        together from the JSON text stored when the recall was logged (vector and lists,
+        padded to the slots), and the next chunk is read while this one is encoded and
+        sent."""
         if self.until_key is None:
             return
-        vectors = _Vectors(self.slots)
+        lines = _Lines(self.slots)
         session = self.sessionmaker()
         result: AsyncResult[Any] | None = None
         ahead: asyncio.Future[Sequence[Any]] | None = None
@@ -226,67 +239,21 @@ class DatasetExport:
                 after=self.after,
                 until_key=self.until_key,
                 batch=RAW_CHUNK,
+                slots=self.slots,
             )
             ahead = asyncio.ensure_future(result.fetchmany(RAW_CHUNK))
             # Shielded: a client that hangs up cancels this generator, and a read cancelled
             # half-way makes SQLAlchemy throw the pooled connection away.
             while chunk := await asyncio.shield(ahead):
                 ahead = asyncio.ensure_future(result.fetchmany(RAW_CHUNK))
-                # Yielded a chunk at a time: a line is tens of kilobytes, and what waits
-                # for the client to read it is what the server holds.
-                yield b"".join([self._line(r, vectors) for r in chunk])
+                # Yielded a chunk at a time: what waits for the client to read it is what
+                # the server holds.
+                yield b"".join([lines.line(r) for r in chunk])
         finally:
             closing = asyncio.ensure_future(_close(session, result, ahead))
             _CLOSING.add(closing)
             closing.add_done_callback(_CLOSING.discard)
             await asyncio.shield(closing)
-
-    def _line(self, r: Any, vectors: _Vectors) -> bytes:
-        action = orjson.loads(r.action)
-        head = orjson.dumps(
-            {
-                "schema_version": SCHEMA_VERSION,
-                "transition_id": r.id,
-                "task_id": r.task_id,
-                "agent_id": r.agent_id,
-                "task_type": r.task_type,
-                "policy_id": r.policy_id,
-                "policy_version": r.policy_version,
-                "created_at": r.created_at,
-                "completed_at": r.completed_at,
-                "actions": {"selected": action["selected"], "modes": action["modes"]},
-                # The modes are keyed in the state's candidate order (JSON keeps it).
-                "action_vector": action_vector(
-                    list(action["modes"]), action["selected"], self.slots
-                ),
-                "pscore": r.propensity,
-                "inclusion_pscores": action["inclusion"],
-                "explored": action["explored"],
-                "rewards": r.reward,
-                "terminations": r.next_id is None,
-                "truncations": False,
-                "next_transition_id": r.next_id,
-            },
-            option=orjson.OPT_UTC_Z,
-        )
-        # No next vector nor state: no next transition, or one no longer stored.
-        following = (
-            b"null"
-            if r.next_vector is None and r.next_state is None
-            else vectors.padded(r.next_vector, r.next_state)
-        )
-        return b"".join(
-            (
-                head[:-1],
-                b',"observations":',
-                r.state.encode(),
-                b',"observation_vector":',
-                vectors.padded(r.vector, r.state),
-                b',"next_observation_vector":',
-                following,
-                b"}\n",
-            )
-        )
 
     async def parquet(self) -> tempfile.SpooledTemporaryFile[bytes]:
         """Written in row groups to a spooled temporary file (memory stays bounded)."""
@@ -300,7 +267,7 @@ class DatasetExport:
         writer = pq.ParquetWriter(out, schema)
         batch: list[dict[str, Any]] = []
         async for row in self.rows():
-            batch.append(_flat(row))
+            batch.append(row)
             if len(batch) >= 2000:
                 writer.write_table(pa.Table.from_pylist(batch, schema=schema))
                 batch = []
@@ -328,27 +295,75 @@ async def _close(
     await session.close()
 
 
-class _Vectors:
-    """Stored observation vectors (JSON text, without padding) padded to the export's
-    slots by appending zeros, or rebuilt from the state for rows that have none."""
+class _Lines:
+    """NDJSON lines of the transitions table from rows of completed_raw: copied from the
+    stored JSON text where the row has it for these slots, rebuilt from its state and
+    action where it does not (the repository then reads those)."""
 
     def __init__(self, slots: int) -> None:
         self.slots = slots
         self.width = len(CANDIDATE_FEATURES)
-        self.length = len(REQUEST_FEATURES) + slots * self.width
+        self._zeros: dict[int, tuple[bytes, bytes]] = {}
 
-    def padded(self, vector: str | None, state: str | None) -> bytes:
-        if vector is not None and vector != "null":
-            raw = vector.encode()
-            n = raw.count(b",") + 1 if raw != b"[]" else 0
-            missing = self.length - n
-            if missing == 0:
-                return raw
-            if missing > 0 and missing % self.width == 0:
-                return raw[:-1] + b",0.0" * missing + b"]"
-        if state is None:
-            raise ValueError("transition without observation vector or state")
-        return orjson.dumps(observation_vector(orjson.loads(state), self.slots))
+    def _padding(self, n: int) -> tuple[bytes, bytes]:
+        """What completes a vector of n candidates, and an action vector of n slots."""
+        pads = self._zeros.get(n)
+        if pads is None:
+            empty = self.slots - n
+            features = b",0.0" * (empty * self.width)
+            actions = (b",0" * empty) if n else b",".join([b"0"] * empty)
+            pads = self._zeros[n] = (features + b"]", actions + b"]")
+        return pads
+
+    def _vector(self, vector: str, n: int) -> bytes:
+        return vector.encode()[:-1] + self._padding(n)[0]
+
+    def line(self, r: Any) -> bytes:
+        # Unpacked by position (the repository's column order): faster than by name.
+        (
+            tid, task_id, agent_id, task_type, policy_id, policy_version, created_at,
+            completed_at, propensity, reward, next_id, n, lists, vector, state, action,
+            next_n, next_vector, next_state,
+        ) = r  # fmt: skip
+        head = orjson.dumps(
+            {
+                "schema_version": SCHEMA_VERSION,
+                "transition_id": tid,
+                "task_id": task_id,
+                "agent_id": agent_id,
+                "task_type": task_type,
+                "policy_id": policy_id,
+                "policy_version": policy_version,
+                "created_at": created_at,
+                "completed_at": completed_at,
+                "pscore": propensity,
+                "rewards": reward,
+                "terminations": next_id is None,
+                "truncations": False,
+                "next_transition_id": next_id,
+            },
+            option=orjson.OPT_UTC_Z,
+        )
+        if next_state is not None:
+            following = orjson.dumps(observation_vector(orjson.loads(next_state), self.slots))
+        elif next_vector is not None and next_n is not None:
+            following = self._vector(next_vector, next_n)
+        else:
+            following = b"null"  # no next transition, or one no longer stored
+        if state is not None:
+            decision = _decision(orjson.loads(state), orjson.loads(action), self.slots)
+            body = orjson.dumps(decision)[1:-1]
+        else:
+            # The stored lists end with the action vector: `...,"actions":[1,0`.
+            body = b"".join(
+                (
+                    lists[1:-2].encode(),
+                    self._padding(n)[1],
+                    b',"observations":',
+                    self._vector(vector, n),
+                )
+            )
+        return b"".join((head[:-1], b",", body, b',"next_observations":', following, b"}\n"))
 
 
 def _schema(pa: Any, table: str) -> Any:
@@ -359,11 +374,11 @@ def _schema(pa: Any, table: str) -> Any:
             ("schema_version", text), ("transition_id", text), ("task_id", text),
             ("agent_id", text), ("task_type", text), ("policy_id", text),
             ("policy_version", i64), ("created_at", stamp), ("completed_at", stamp),
-            ("observations", text), ("observation_vector", pa.list_(f64)),
-            ("actions", text), ("action_vector", pa.list_(i64)), ("pscore", f64),
-            ("inclusion_pscores", text), ("explored", flag), ("rewards", f64),
-            ("terminations", flag), ("truncations", flag), ("next_transition_id", text),
-            ("next_observation_vector", pa.list_(f64)),
+            ("pscore", f64), ("rewards", f64), ("terminations", flag), ("truncations", flag),
+            ("next_transition_id", text), ("selected", pa.list_(text)), ("explored", flag),
+            ("candidate_ids", pa.list_(text)), ("modes", pa.list_(text)),
+            ("inclusion_pscores", pa.list_(f64)), ("actions", pa.list_(i64)),
+            ("observations", pa.list_(f64)), ("next_observations", pa.list_(f64)),
         ]  # fmt: skip
     else:
         fields = [
@@ -375,12 +390,3 @@ def _schema(pa: Any, table: str) -> Any:
             ("explored", flag),
         ]  # fmt: skip
     return pa.schema(fields)
-
-
-def _flat(row: dict[str, Any]) -> dict[str, Any]:
-    """Nested documents as JSON text, so every row group has the same Parquet schema."""
-    out = dict(row)
-    for key in ("observations", "actions", "inclusion_pscores"):
-        if key in out:
-            out[key] = orjson.dumps(out[key]).decode()
-    return out

@@ -12,8 +12,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.core.config import Recall as RecallSettings
 from app.learning.features import (
     candidate_features,
+    dataset_parts,
     expected_utility,
-    observation_vector,
     scope_compatible,
 )
 from app.learning.policy import POLICY_ID, POLICY_VERSION, Candidate, decide
@@ -166,9 +166,7 @@ class RecallService:
             "policy_version": POLICY_VERSION,
             "state": state,
             "action": action,
-            "observation_vector": observation_vector(
-                state, self.settings.max_candidates, pad=False
-            ),
+            **dataset_parts(state, action),
             "propensity": decision.propensity,
             "status": "pending",
             "reward": None,

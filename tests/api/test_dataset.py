@@ -73,18 +73,30 @@ async def test_ndjson_loads_with_pandas_and_pages_with_link(explore: httpx.Async
     frame = pd.read_json(io.StringIO(r.text), lines=True)
     assert len(frame) == 12  # completed only
     expected = {"observations", "actions", "rewards", "terminations", "truncations", "pscore"}
-    expected |= {"observation_vector", "action_vector", "next_observation_vector"}
+    expected |= {"next_observations", "candidate_ids", "modes", "inclusion_pscores", "selected"}
     assert expected <= set(frame.columns)
     meta = (await explore.get("/v1/rl/metadata")).json()
-    assert (
-        frame["observation_vector"]
-        .map(len)
-        .eq(
-            len(meta["request_features"])
-            + meta["candidate_slots"] * len(meta["candidate_features"])
-        )
-        .all()
+    assert meta["schema_version"] == r.headers["x-schema-version"] == "2"
+    # Slots for every candidate a recall weighs: text matches and constraints.
+    assert meta["candidate_slots"] == 50 + 20
+    width = len(meta["request_features"]) + meta["candidate_slots"] * len(
+        meta["candidate_features"]
     )
+    assert meta["observation_length"] == width
+    assert frame["observations"].map(len).eq(width).all()
+    assert frame["actions"].map(len).eq(meta["candidate_slots"]).all()
+    for _, row in frame.iterrows():
+        n = len(row["candidate_ids"])
+        assert n == len(row["modes"]) == len(row["inclusion_pscores"]) == 6
+        # The action vector marks the slots of the selected candidates.
+        chosen = [row["candidate_ids"][i] for i, a in enumerate(row["actions"]) if a]
+        assert sorted(chosen) == sorted(row["selected"])
+        assert all(row["modes"][row["candidate_ids"].index(m)] != "suppressed" for m in chosen)
+        # A filled slot's features start with present = 1, an empty one is all zeros.
+        start = len(meta["request_features"])
+        size = len(meta["candidate_features"])
+        present = [row["observations"][start + i * size] for i in range(meta["candidate_slots"])]
+        assert present == [1.0] * n + [0.0] * (meta["candidate_slots"] - n)
     assert frame["terminations"].sum() == 3  # one last recall per task
     assert meta["reward_spec"]["version"] == "recall-v1"
 
@@ -111,7 +123,7 @@ async def test_parquet_and_candidates_table(explore: httpx.AsyncClient) -> None:
     nd_rows = [json.loads(x) for x in (await explore.get("/v1/rl/dataset")).text.splitlines()]
     assert table.column("transition_id").to_pylist() == [r["transition_id"] for r in nd_rows]
     assert table.column("pscore").to_pylist() == pytest.approx([r["pscore"] for r in nd_rows])
-    assert table.column("observation_vector").to_pylist()[0] == nd_rows[0]["observation_vector"]
+    assert table.column("observations").to_pylist()[0] == nd_rows[0]["observations"]
     cands = await explore.get("/v1/rl/dataset", params={"table": "candidates", "format": "parquet"})
     frame = pq.read_table(io.BytesIO(cands.content)).to_pandas()
     assert len(frame) == 8 * 6
@@ -126,33 +138,70 @@ async def test_parquet_and_candidates_table(explore: httpx.AsyncClient) -> None:
     assert pq.read_table(io.BytesIO(empty.content)).num_rows == 0
 
 
+UNSTORED = {"observation_vector": null(), "n_candidates": None, "dataset_lists": None}
+
+
 async def test_ndjson_lines_match_parquet_rows_for_new_and_older_transitions(
     settings: Settings,
 ) -> None:
-    """NDJSON copies the stored JSON into each line; Parquet decodes and rebuilds every
-    field. Both must say the same, also for transitions stored without a precomputed
-    observation vector (logged before it existed), which are vectorised at export."""
+    """NDJSON copies the parts stored when the recall was logged into each line; Parquet
+    rebuilds every field from the stored state and action. Both must say the same, for
+    transitions with their parts stored, for transitions logged before they were stored
+    (rebuilt at export, in NDJSON too), and for a mix of both along one task."""
     app = create_app(settings.model_copy(update={"recall": Recall(epsilon=EPSILON, seed=3)}))
     async with running(app) as client:
         await make_logs(client, n=10, tasks=2)
+        copied = (await client.get("/v1/rl/dataset")).text
         async with app.state.engram.write_sessions() as session:
             await session.execute(
                 update(TRANSITIONS)
                 .where(TRANSITIONS.c.id.in_(select(TRANSITIONS.c.id).limit(4)))
-                .values(observation_vector=null())
+                .values(**UNSTORED)
             )
             await session.commit()
-        lines = [json.loads(x) for x in (await client.get("/v1/rl/dataset")).text.splitlines()]
+        mixed = (await client.get("/v1/rl/dataset")).text
         r = await client.get("/v1/rl/dataset", params={"format": "parquet"})
         table = pq.read_table(io.BytesIO(r.content)).to_pylist()
+        async with app.state.engram.write_sessions() as session:
+            await session.execute(update(TRANSITIONS).values(**UNSTORED))
+            await session.commit()
+        rebuilt = (await client.get("/v1/rl/dataset")).text
+    # Byte for byte: copying the stored parts gives the line rebuilding gives.
+    assert copied == mixed == rebuilt
+    lines = [json.loads(x) for x in copied.splitlines()]
     assert len(lines) == len(table) == 10
-    assert sum(1 for line in lines if line["next_observation_vector"] is None) == 2
+    assert sum(1 for line in lines if line["next_observations"] is None) == 2
     for line, row in zip(lines, table, strict=True):
-        for key in ("observations", "actions", "inclusion_pscores"):
-            row[key] = json.loads(row[key])
         row["created_at"] = row["created_at"].isoformat().replace("+00:00", "Z")
         row["completed_at"] = row["completed_at"].isoformat().replace("+00:00", "Z")
         assert line == row
+
+
+async def test_fewer_slots_than_logged_candidates(settings: Settings) -> None:
+    """Slots shrunk by a configuration change below the candidates a transition logged:
+    the export rebuilds those rows, cut to the slots, with vectors of the new length."""
+    app = create_app(settings.model_copy(update={"recall": Recall(epsilon=EPSILON, seed=5)}))
+    async with running(app) as client:
+        await make_logs(client, n=4, tasks=2)
+        wide = [json.loads(x) for x in (await client.get("/v1/rl/dataset")).text.splitlines()]
+    narrow_settings = Recall(epsilon=EPSILON, seed=5, max_candidates=3, max_constraints=1)
+    app = create_app(settings.model_copy(update={"recall": narrow_settings}))
+    async with running(app) as client:
+        meta = (await client.get("/v1/rl/metadata")).json()
+        narrow = [json.loads(x) for x in (await client.get("/v1/rl/dataset")).text.splitlines()]
+    assert meta["candidate_slots"] == 4
+    width = len(meta["request_features"]) + 4 * len(meta["candidate_features"])
+    assert len(narrow) == len(wide) == 4
+    for w, n in zip(wide, narrow, strict=True):
+        assert len(w["candidate_ids"]) == 6
+        assert n["candidate_ids"] == w["candidate_ids"][:4]
+        assert n["modes"] == w["modes"][:4]
+        assert n["inclusion_pscores"] == w["inclusion_pscores"][:4]
+        assert n["actions"] == w["actions"][:4]
+        assert n["observations"] == w["observations"][:width]
+        assert len(n["observations"]) == width
+        if w["next_observations"] is not None:
+            assert n["next_observations"] == w["next_observations"][:width]
 
 
 async def test_off_policy_estimates_match(explore: httpx.AsyncClient) -> None:
@@ -194,7 +243,7 @@ async def test_minari_round_trip(
     total = sum(float(np.sum(ep.rewards)) for ep in loaded.iterate_episodes())
     assert total == pytest.approx(sum(r["rewards"] for r in rows))
     first = next(loaded.iterate_episodes())
-    assert first.observations.shape == (4, len(rows[0]["observation_vector"]))
+    assert first.observations.shape == (4, len(rows[0]["observations"]))
     assert first.actions.shape == (3, meta["candidate_slots"])
     assert bool(first.terminations[-1])
     chain = episodes(rows)[0]

@@ -101,7 +101,7 @@ async def download_dataset(
         filters=filters,
         after=after,
         until_key=last,
-        slots=state.settings.recall.max_candidates,
+        slots=state.settings.recall.candidate_slots,
     )
     headers = {"X-Schema-Version": SCHEMA_VERSION}
     if more and last is not None:
