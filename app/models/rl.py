@@ -23,8 +23,14 @@ class Transition(Base):
     task_type: Mapped[str | None] = mapped_column(String(256))
     policy_id: Mapped[str] = mapped_column(String(64))
     policy_version: Mapped[int] = mapped_column(Integer)
-    state: Mapped[dict[str, Any]] = mapped_column(JSON)
-    action: Mapped[dict[str, Any]] = mapped_column(JSON)
+    propensity: Mapped[float] = mapped_column(Float)
+    # pending until a reward completes it; completed exactly once.
+    status: Mapped[str] = mapped_column(String(16))
+    reward: Mapped[float | None] = mapped_column(Float)
+    reward_id: Mapped[str | None] = mapped_column(String(64))
+    next_id: Mapped[str | None] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    completed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     # The dataset's parts of the row, computed when the recall is logged so that the
     # export copies them instead of rebuilding them from state and action (None: rows
     # logged before they existed, which the export rebuilds):
@@ -34,14 +40,10 @@ class Transition(Base):
     n_candidates: Mapped[int | None] = mapped_column(Integer)
     # and features.dataset_lists(state, action) as JSON text.
     dataset_lists: Mapped[str | None] = mapped_column(Text)
-    propensity: Mapped[float] = mapped_column(Float)
-    # pending until a reward completes it; completed exactly once.
-    status: Mapped[str] = mapped_column(String(16))
-    reward: Mapped[float | None] = mapped_column(Float)
-    reward_id: Mapped[str | None] = mapped_column(String(64))
-    next_id: Mapped[str | None] = mapped_column(String(64))
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
-    completed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # The large documents last (see migration 9d41b7c2e8a5: SQLite reads a row's
+    # columns in order, through the overflow pages of the ones before).
+    state: Mapped[dict[str, Any]] = mapped_column(JSON)
+    action: Mapped[dict[str, Any]] = mapped_column(JSON)
 
     __table_args__ = (
         Index("ix_rl_transitions_ns_created", "namespace", "created_at", "id"),
