@@ -18,14 +18,23 @@ from tests.server import EngramServer
 
 
 async def model_transition(url: str) -> dict[str, Any]:
-    """One recall over the corpus, rewarded: the transition every copy repeats."""
+    """One recall over the corpus, rewarded: the transition every copy repeats, with the
+    corpus's short memory ids (8 characters) replaced by ids of the length the service
+    gives (36), so that lines have their real size."""
     async with httpx.AsyncClient(base_url=url, timeout=60) as client:
         body = {"task": "database connection pool", "token_budget": 400}
         rid = (await client.post("/v1/recall", json=body)).json()["recall_id"]
         await client.post("/v1/rewards", json={"recall_id": rid, "value": 1})
         page = await client.get("/v1/rl/transitions", params={"status": "completed"})
         model: dict[str, Any] = page.json()["items"][0]
-        return model
+    ids = {c["memory_id"]: uuid7() for c in model["state"]["candidates"]}
+    for cand in model["state"]["candidates"]:
+        cand["memory_id"] = ids[cand["memory_id"]]
+    action = model["action"]
+    action["selected"] = [ids[m] for m in action["selected"]]
+    for key in ("modes", "suppressed", "inclusion"):
+        action[key] = {ids[m]: v for m, v in action[key].items()}
+    return model
 
 
 async def insert_copies(url: str, model: dict[str, Any], n: int, *, chained: bool) -> None:
