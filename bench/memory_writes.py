@@ -24,6 +24,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -107,6 +108,17 @@ async def profiled(server: EngramServer, bodies: list[bytes], seconds: float, ou
     print(f"profile of the write phase: {out}")
 
 
+def wait_for_index(server: EngramServer, timeout: float = 120.0) -> None:
+    """Until the search index is built: its build at start takes a core for a while and
+    would slow the first round (or the profile) down."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        index = httpx.get(f"{server.url}/ready", timeout=10).json().get("search_index")
+        if index is None or index["state"] == "ready":
+            return
+        time.sleep(0.2)
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--memories", type=int, default=10_000)
@@ -128,6 +140,7 @@ async def main() -> None:
             Path(tmp), database_url=url, ENGRAM_LOG_REQUESTS="false", **env
         ).start()
         try:
+            wait_for_index(server)
             if args.profile:
                 await profiled(server, bodies, args.seconds, args.profile)
             print(f"{args.memories:,} memories loaded; {args.rounds} rounds of {args.seconds:g} s")

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import functools
+import operator
+import sqlite3
 import time
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeAlias, cast
@@ -32,6 +34,7 @@ from sqlalchemy import (
 from sqlalchemy import (
     cast as sql_cast,
 )
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db import probe
@@ -220,6 +223,60 @@ def _search_statement(dialect: str, shape: _Shape) -> Any:
     return stmt
 
 
+@dataclass(frozen=True, slots=True)
+class _Insert:
+    """INSERT of whole memory rows as SQLAlchemy compiles it, and each row's values in
+    its parameter order, converted as SQLAlchemy's bind processors convert them."""
+
+    sql: str
+    values: Callable[[dict[str, Any]], tuple[Any, ...]]
+    converters: tuple[tuple[int, Callable[[Any], Any]], ...]
+
+    def params(self, row: dict[str, Any]) -> list[Any]:
+        values = list(self.values(row))
+        last: tuple[Any, Any] = (None, None)
+        for i, convert in self.converters:
+            value = values[i]
+            if value is not None and value is last[0]:
+                values[i] = last[1]  # created_at and updated_at: one datetime
+                continue
+            values[i] = converted = convert(value)
+            last = (value, converted)
+        return values
+
+
+def _sqlite_utc_text(value: datetime | None) -> str | None:
+    """UTCDateTime's value on SQLite as its two bind processors make it (naive UTC in
+    SQLite DATETIME's text) for a fraction of their cost."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        raise ValueError("naive datetime given to a UTC column")
+    return value.astimezone(UTC).isoformat(" ", "microseconds")[:26]
+
+
+_INSERTS: weakref.WeakKeyDictionary[Any, _Insert] = weakref.WeakKeyDictionary()
+
+
+def _sqlite_insert(dialect: Any) -> _Insert:
+    found = _INSERTS.get(dialect)
+    if found is not None:
+        return found
+    columns = {c.key: c for c in MEMORIES.c}
+    compiled = insert(MEMORIES).compile(dialect=dialect, column_keys=list(columns))
+    order = list(compiled.positiontup or ())
+    converters: list[tuple[int, Callable[[Any], Any]]] = []
+    for i, key in enumerate(order):
+        column_type = columns[key].type
+        if isinstance(column_type, UTCDateTime):
+            converters.append((i, _sqlite_utc_text))
+        elif (convert := column_type.dialect_impl(dialect).bind_processor(dialect)) is not None:
+            converters.append((i, convert))
+    found = _Insert(compiled.string, operator.itemgetter(*order), tuple(converters))
+    _INSERTS[dialect] = found
+    return found
+
+
 class MemoryRepository:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
@@ -231,8 +288,25 @@ class MemoryRepository:
         await self.session.execute(insert(MEMORIES), [row])
 
     async def insert_many(self, rows: Sequence[dict[str, Any]]) -> None:
-        if rows:
-            await self.session.execute(insert(MEMORIES), list(rows))
+        """New memories, each row with every column, in one statement."""
+        if not rows:
+            return
+        conn = await self.session.connection()
+        if conn.dialect.name != "sqlite":
+            await conn.execute(insert(MEMORIES), list(rows))
+            return
+        # The writer's group commit on SQLite: one executemany on the driver's connection,
+        # inside the session's transaction (begun above). Through SQLAlchemy each row's
+        # bind conversion cost ~11 us and the statement three trips to the driver's thread.
+        statement = _sqlite_insert(conn.dialect)
+        params = [statement.params(row) for row in rows]
+        driver = (await conn.get_raw_connection()).driver_connection
+        assert driver is not None
+        try:
+            async with driver.executemany(statement.sql, params):
+                pass
+        except sqlite3.Error as exc:
+            raise DBAPIError.instance(statement.sql, None, exc, sqlite3.Error) from exc
 
     async def existing(self, keys: set[tuple[str, str]]) -> set[tuple[str, str]]:
         """Which of these (namespace, id) pairs are taken."""
