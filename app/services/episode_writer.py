@@ -308,9 +308,7 @@ class EpisodeWriter:
                     log.exception("episode writer batch failed")
                 _fail(commands, _as_app_error(exc))
                 return []
-            # Committed: the requests are answered while the session goes back to the pool
-            # (a failure there can no longer turn a committed write into an error).
-            _settle(batch.results)
+        _settle(batch.results)
         self.batches += 1
         self.commands += done
         if self._metrics is not None:
