@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 
 import pytest
@@ -13,6 +14,7 @@ from app.db.migrate import migrate
 from app.models import Job
 from app.repositories.jobs import JobRepository
 from app.services.jobs import CREDIT, enqueue, job_row
+from app.worker.runner import Worker
 from tests.conftest import PG_URL
 
 
@@ -61,3 +63,27 @@ async def test_work_folded_into_a_job_is_not_lost_to_a_concurrent_claim(
 
 def now() -> datetime:
     return datetime.now(UTC)
+
+
+async def test_worker_stops_when_cancelled_as_it_is_woken(settings: Settings) -> None:
+    """A cancellation that arrives in the same turn as a wake-up (a shutdown just as a
+    commit wakes the worker) stops the worker; it used to be dropped, and the worker
+    polled on while shutdown waited for it."""
+    engine = create_engine(settings)
+    await migrate(engine)
+    worker = Worker(
+        create_sessionmaker(engine, write=True),
+        Learning(poll_interval_s=5.0),
+        read_sessions=create_sessionmaker(engine),
+    )
+    task = asyncio.create_task(worker.run())
+    try:
+        await asyncio.sleep(0.3)  # idle: nothing to do, waiting to be woken
+        worker.wake()
+        task.cancel()
+        done, _ = await asyncio.wait([task], timeout=3)
+        assert task in done
+        assert task.cancelled()
+    finally:
+        task.cancel()
+        await engine.dispose()

@@ -198,5 +198,9 @@ class Worker:
             except Exception:
                 log.exception("worker round failed")
             self._wake.clear()
+            # asyncio.timeout, not wait_for: on Python 3.11, wait_for returns when the
+            # wake-up and a cancellation arrive together and drops the cancellation, so
+            # the worker went on polling and shutdown waited for it forever.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.settings.poll_interval_s)
+                async with asyncio.timeout(self.settings.poll_interval_s):
+                    await self._wake.wait()
