@@ -7,6 +7,7 @@ import logging
 import re
 import time
 import uuid
+from collections.abc import Generator
 from typing import Any
 
 import orjson
@@ -58,6 +59,55 @@ def _error(status: int, error: str, detail: str, **extra: Any) -> tuple[dict[str
         ],
     }
     return start, body
+
+
+async def _receive_by(receive: Receive, deadline: float, seconds: float) -> Message:
+    """receive(), cut off at the deadline (BodyTimeout). A message that is already there,
+    as a small body usually is, is taken without arming a timer: asyncio's timeout costs
+    ten times the read (about 5 us, once per request with a body)."""
+    steps = receive().__await__()
+    try:
+        waiting_on = steps.send(None)
+    except StopIteration as done:
+        message: Message = done.value
+        return message
+    try:
+        async with asyncio.timeout_at(deadline):
+            return await _Rest(steps, waiting_on)
+    except TimeoutError:
+        raise BodyTimeout(seconds) from None
+
+
+class _Rest:
+    """The rest of an awaitable whose first step was taken by hand: it hands the task what
+    that step waits on, then goes on as `yield from` would (values and exceptions)."""
+
+    __slots__ = ("_steps", "_first")
+
+    def __init__(self, steps: Generator[Any, Any, Message], first: Any) -> None:
+        self._steps = steps
+        self._first = first
+
+    def __await__(self) -> Generator[Any, Any, Message]:
+        steps, signal = self._steps, self._first
+        while True:
+            try:
+                sent = yield signal
+            except GeneratorExit:
+                steps.close()
+                raise
+            except BaseException as exc:
+                try:
+                    signal = steps.throw(exc)
+                except StopIteration as done:
+                    result: Message = done.value
+                    return result
+            else:
+                try:
+                    signal = steps.send(sent)
+                except StopIteration as done:
+                    result = done.value
+                    return result
 
 
 class Load:
@@ -127,11 +177,7 @@ class EngramMiddleware:
             nonlocal received, body_done
             if body_done:
                 return await receive()
-            try:
-                async with asyncio.timeout_at(deadline):
-                    message = await receive()
-            except TimeoutError:
-                raise BodyTimeout(self.body_timeout_s) from None
+            message = await _receive_by(receive, deadline, self.body_timeout_s)
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > limit:
