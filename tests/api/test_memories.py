@@ -8,7 +8,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
+import orjson
 import pytest
+from fastapi import FastAPI
 
 from app.core.config import Settings
 from tests.conftest import auth, running
@@ -350,3 +352,40 @@ async def _prune_terms(client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatc
     assert [h["memory"]["content"] for h in rarest] == [
         "The kubernetes service mesh terminates TLS."
     ]
+
+
+async def test_a_body_that_arrives_late_is_read(app: FastAPI) -> None:
+    # The body comes after the headers (receive() has to wait): it is read under the
+    # body deadline, chunk by chunk, and the memory is stored.
+    chunks = [b'{"type": "fact", ', b'"content": "Late bodies are read."}']
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        await asyncio.sleep(0.01)
+        if chunks:
+            return {"type": "http.request", "body": chunks.pop(0), "more_body": bool(chunks)}
+        await asyncio.sleep(3600)
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/v1/memories",
+        "raw_path": b"/v1/memories",
+        "root_path": "",
+        "query_string": b"",
+        "headers": [(b"host", b"engram.test"), (b"content-type", b"application/json")],
+        "client": ("127.0.0.1", 5000),
+        "server": ("engram.test", 80),
+        "state": {},
+    }
+    await app(scope, receive, send)
+    assert sent[0]["status"] == 201
+    body = orjson.loads(sent[1]["body"])
+    assert body["content"] == "Late bodies are read."
