@@ -1,0 +1,162 @@
+"""aiosqlite for SQLAlchemy with one thread hand-off per statement.
+
+aiosqlite runs each call on the connection in the connection's own thread, and
+SQLAlchemy's adapter makes four such calls for every statement: open a cursor, execute,
+fetch every row, close the cursor. Each call is a round trip through a queue, a thread
+wake-up and an event-loop wake-up (50-150 µs on a busy machine), and a recall makes a
+dozen statements. This adapter runs the four steps as one function in that thread, and
+skips the rollback the pool issues when a connection comes back with no transaction
+open (after a commit, which is every session but the failed ones).
+
+Server-side cursors (streamed results, the dataset export) are SQLAlchemy's own.
+Passed to SQLAlchemy as the engine's DBAPI module (`create_async_engine(module=...)`).
+"""
+
+from __future__ import annotations
+
+import collections
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+import aiosqlite
+from sqlalchemy.dialects.sqlite.aiosqlite import (
+    AsyncAdapt_aiosqlite_connection,
+    AsyncAdapt_aiosqlite_cursor,
+    AsyncAdapt_aiosqlite_dbapi,
+)
+from sqlalchemy.util import EMPTY_DICT
+from sqlalchemy.util.concurrency import await_
+
+_Outcome = tuple[Any, int, int | None, list[Any] | None, bool]
+
+
+def _run(conn: sqlite3.Connection, operation: str, parameters: Any, many: bool) -> _Outcome:
+    """In the connection's thread: the statement, its rows, and whether a transaction
+    is open after it."""
+    cursor = conn.cursor()
+    try:
+        if many:
+            cursor.executemany(operation, parameters)
+        elif parameters is None:
+            cursor.execute(operation)
+        else:
+            cursor.execute(operation, parameters)
+        description = cursor.description
+        rows = cursor.fetchall() if description else None
+        return description, cursor.rowcount, cursor.lastrowid, rows, conn.in_transaction
+    finally:
+        cursor.close()
+
+
+def _end(conn: sqlite3.Connection, commit: bool) -> None:
+    if commit:
+        conn.commit()
+    else:
+        conn.rollback()
+
+
+class _Cursor(AsyncAdapt_aiosqlite_cursor):
+    """A buffered cursor whose statement runs in one call to the connection's thread."""
+
+    __slots__ = ("_description", "_rowcount", "_lastrowid")
+
+    _adapt_connection: _Connection
+
+    def __init__(self, adapt_connection: _Connection) -> None:
+        # No aiosqlite cursor: _run makes and closes a sqlite3 one in the thread.
+        self._adapt_connection = adapt_connection
+        self._connection = adapt_connection._connection
+        self._cursor = None  # type: ignore[assignment]
+        self._soft_closed_memoized = EMPTY_DICT
+        self._rows = collections.deque()
+        self._description: Any = None
+        self._rowcount = -1
+        self._lastrowid: int | None = None
+
+    @property
+    def description(self) -> Any:
+        return self._description
+
+    @property
+    def rowcount(self) -> int:
+        return self._rowcount
+
+    @property
+    def lastrowid(self) -> Any:
+        return self._lastrowid
+
+    @property
+    def arraysize(self) -> int:
+        return 1
+
+    @arraysize.setter
+    def arraysize(self, value: int) -> None:
+        pass
+
+    async def _execute_async(self, operation: Any, parameters: Any) -> Any:
+        await self._call(operation, parameters, many=False)
+
+    async def _executemany_async(self, operation: Any, seq_of_parameters: Sequence[Any]) -> Any:
+        await self._call(operation, seq_of_parameters, many=True)
+
+    async def _call(self, operation: Any, parameters: Any, *, many: bool) -> None:
+        adapt = self._adapt_connection
+        async with adapt._execute_mutex:
+            try:
+                outcome = await self._connection._execute(
+                    _run, self._connection._conn, operation, parameters, many
+                )
+            finally:
+                # Unknown after a failure: the next rollback must not be skipped.
+                adapt._in_transaction = True
+            description, self._rowcount, self._lastrowid, rows, adapt._in_transaction = outcome
+            self._description = description
+            if rows is not None:
+                self._rows = collections.deque(rows)
+
+    async def _async_soft_close(self) -> None:
+        return None
+
+    def close(self) -> None:
+        self._rows.clear()
+
+
+class _Connection(AsyncAdapt_aiosqlite_connection):
+    __slots__ = ("_in_transaction",)
+
+    _cursor_cls = _Cursor  # type: ignore[assignment]
+
+    def __init__(self, dbapi: Any, connection: Any) -> None:
+        super().__init__(dbapi, connection)
+        self._in_transaction = True  # unknown until the first statement
+
+    def rollback(self) -> None:
+        if self._in_transaction:
+            self._end(commit=False)
+
+    def commit(self) -> None:
+        if self._in_transaction:
+            self._end(commit=True)
+
+    def _end(self, *, commit: bool) -> None:
+        if not self._connection._connection:
+            return
+        try:
+            await_(self._connection._execute(_end, self._connection._conn, commit))
+            self._in_transaction = False
+        except Exception as error:
+            self._handle_exception(error)
+
+
+class DBAPI(AsyncAdapt_aiosqlite_dbapi):
+    def __init__(self) -> None:
+        super().__init__(aiosqlite, sqlite3)
+
+    def connect(self, *arg: Any, **kw: Any) -> _Connection:
+        adapted = super().connect(*arg, **kw)
+        return _Connection(self, adapted._connection)
+
+
+def dbapi() -> DBAPI:
+    return DBAPI()

@@ -1,0 +1,96 @@
+"""The SQLite driver adapter (app/db/sqlite_driver.py): one call to aiosqlite's thread per
+statement, with the results, errors and transactions of SQLAlchemy's own adapter."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+import pytest
+from sqlalchemy import text
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.core.config import Settings
+from app.db import sqlite_driver
+from app.db.engine import create_engine, create_sessionmaker
+
+
+@pytest.fixture
+async def engine(tmp_path: Path) -> AsyncIterator[AsyncEngine]:
+    engine = create_engine(Settings(database_url=f"sqlite+aiosqlite:///{tmp_path / 'd.db'}"))
+    async with engine.begin() as conn:
+        await conn.execute(text("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT UNIQUE)"))
+    yield engine
+    await engine.dispose()
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The functions run in aiosqlite's thread, by name."""
+    seen: list[str] = []
+    original = aiosqlite.Connection._execute
+
+    async def counted(self: aiosqlite.Connection, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append(getattr(fn, "__name__", repr(fn)))
+        return await original(self, fn, *args, **kwargs)
+
+    monkeypatch.setattr(aiosqlite.Connection, "_execute", counted)
+    return seen
+
+
+async def test_the_engine_uses_the_adapter(engine: AsyncEngine) -> None:
+    async with engine.connect() as conn:
+        raw = await conn.get_raw_connection()
+        assert isinstance(raw.dbapi_connection, sqlite_driver._Connection)
+
+
+async def test_one_hand_off_per_statement(engine: AsyncEngine, calls: list[str]) -> None:
+    maker = create_sessionmaker(engine)
+    async with maker() as session:  # a connection, opened
+        await session.execute(text("SELECT 1"))
+        await session.commit()
+    calls.clear()
+    async with maker() as session:
+        rows = (await session.execute(text("SELECT :a, :b"), {"a": 1, "b": "x"})).all()
+        await session.commit()
+    assert rows == [(1, "x")]
+    # BEGIN, the SELECT, COMMIT; the pool's reset after a commit is skipped. SQLAlchemy's
+    # adapter made nine calls: cursor, execute, close for BEGIN; cursor, execute,
+    # fetchall, close for the SELECT; commit; rollback.
+    assert calls == ["_run", "_run", "_end"]
+
+
+async def test_results_counts_and_errors(engine: AsyncEngine) -> None:
+    maker = create_sessionmaker(engine, write=True)
+    async with maker() as session:
+        await session.execute(text("INSERT INTO t (v) VALUES ('a'), ('b'), ('c')"))
+        r = await session.execute(text("UPDATE t SET v = v || '!' WHERE v != 'c'"))
+        assert r.rowcount == 2
+        last = await session.execute(text("INSERT INTO t (v) VALUES ('d')"))
+        assert last.lastrowid == 4
+        await session.execute(text("INSERT INTO t (v) VALUES (:v)"), [{"v": "e"}, {"v": "f"}])
+        await session.commit()
+    async with maker() as session:
+        await session.execute(text("INSERT INTO t (v) VALUES ('g')"))
+        with pytest.raises(IntegrityError):
+            await session.execute(text("INSERT INTO t (v) VALUES ('a!')"))
+        await session.rollback()  # not skipped after a failure: 'g' goes too
+    async with maker() as session:
+        values = (await session.execute(text("SELECT v FROM t ORDER BY id"))).scalars().all()
+    assert values == ["a!", "b!", "c", "d", "e", "f"]
+
+
+async def test_a_transaction_left_open_is_rolled_back_on_return(engine: AsyncEngine) -> None:
+    """A session closed without commit: the pool's reset (a rollback) still runs."""
+    maker = create_sessionmaker(engine, write=True)
+    async with maker() as session:
+        await session.execute(text("INSERT INTO t (v) VALUES ('lost')"))
+    async with maker() as session:
+        assert (await session.execute(text("SELECT count(*) FROM t"))).scalar() == 0
+        await session.execute(text("INSERT INTO t (v) VALUES ('kept')"))
+        await session.commit()
+    async with maker() as session:
+        assert (await session.execute(text("SELECT v FROM t"))).scalars().all() == ["kept"]
