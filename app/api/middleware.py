@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
+import os
 import re
 import time
-import uuid
 from collections.abc import Generator
 from typing import Any
 
@@ -23,6 +24,18 @@ errors_log = logging.getLogger("engram.errors")
 # An incoming X-Request-Id is echoed and logged only if it is short and plain; any other
 # value (control characters, quotes, kilobytes) is replaced by an id of our own.
 REQUEST_ID = re.compile(rb"[A-Za-z0-9._:\-]{1,128}")
+# Request ids made here: 32 hex digits, a random prefix per process and a counter (unique
+# without a uuid4 per request, which cost ~3% of a small request's time).
+_ID_PREFIX = os.urandom(8).hex()
+_ID_COUNTER = itertools.count(1)
+
+
+def _new_id_prefix() -> None:
+    global _ID_PREFIX
+    _ID_PREFIX = os.urandom(8).hex()
+
+
+os.register_at_fork(after_in_child=_new_id_prefix)
 CLIENT_CLOSED = 499
 
 SECURITY_HEADERS = [
@@ -151,7 +164,7 @@ class EngramMiddleware:
                 rid = value.decode("ascii") if REQUEST_ID.fullmatch(value) else None
             elif name == b"content-length":
                 length = value
-        rid = rid or uuid.uuid4().hex
+        rid = rid or f"{_ID_PREFIX}{next(_ID_COUNTER):016x}"
         token = request_id_var.set(rid)
         status = 0
         limit = self.max_body_bytes
