@@ -121,14 +121,13 @@ def dataset_lists(
     ids = [c["memory_id"] for c in state["candidates"][:slots]]
     modes = action["modes"]
     inclusion = action["inclusion"]
-    chosen = set(action["selected"])
     return {
         "selected": action["selected"],
         "explored": action["explored"],
         "candidate_ids": ids,
         "modes": [modes.get(mid, "suppressed") for mid in ids],
         "inclusion_pscores": [inclusion.get(mid, 0.0) for mid in ids],
-        "actions": [1 if mid in chosen else 0 for mid in ids],
+        "actions": action_vector(ids, action["selected"], len(ids)),
     }
 
 

@@ -80,23 +80,36 @@ def metadata(settings: RecallSettings) -> dict[str, Any]:
     }
 
 
-def _head(t: Any) -> dict[str, Any]:
-    """The scalar fields of a transitions row (t: a Transition or a row of its columns)."""
+def _head(
+    tid: str,
+    task_id: str | None,
+    agent_id: str | None,
+    task_type: str | None,
+    policy_id: str,
+    policy_version: int,
+    created_at: datetime,
+    completed_at: datetime | None,
+    propensity: float,
+    reward: float | None,
+    next_id: str | None,
+) -> dict[str, Any]:
+    """The scalar fields of a transitions row, from a transition's columns (positional:
+    the export unpacks its rows, which is faster than reading them by name)."""
     return {
         "schema_version": SCHEMA_VERSION,
-        "transition_id": t.id,
-        "task_id": t.task_id,
-        "agent_id": t.agent_id,
-        "task_type": t.task_type,
-        "policy_id": t.policy_id,
-        "policy_version": t.policy_version,
-        "created_at": t.created_at,
-        "completed_at": t.completed_at,
-        "pscore": t.propensity,
-        "rewards": t.reward,
-        "terminations": t.next_id is None,
+        "transition_id": tid,
+        "task_id": task_id,
+        "agent_id": agent_id,
+        "task_type": task_type,
+        "policy_id": policy_id,
+        "policy_version": policy_version,
+        "created_at": created_at,
+        "completed_at": completed_at,
+        "pscore": propensity,
+        "rewards": reward,
+        "terminations": next_id is None,
         "truncations": False,
-        "next_transition_id": t.next_id,
+        "next_transition_id": next_id,
     }
 
 
@@ -111,7 +124,19 @@ def _decision(state: dict[str, Any], action: dict[str, Any], slots: int) -> dict
 def transition_row(t: Transition, next_state: dict[str, Any] | None, slots: int) -> dict[str, Any]:
     """A transitions row rebuilt from the stored state and action."""
     return {
-        **_head(t),
+        **_head(
+            t.id,
+            t.task_id,
+            t.agent_id,
+            t.task_type,
+            t.policy_id,
+            t.policy_version,
+            t.created_at,
+            t.completed_at,
+            t.propensity,
+            t.reward,
+            t.next_id,
+        ),  # fmt: skip
         **_decision(t.state, t.action, slots),
         "next_observations": (
             observation_vector(next_state, slots) if next_state is not None else None
@@ -320,30 +345,8 @@ class _Lines:
 
     def line(self, r: Any) -> bytes:
         # Unpacked by position (the repository's column order): faster than by name.
-        (
-            tid, task_id, agent_id, task_type, policy_id, policy_version, created_at,
-            completed_at, propensity, reward, next_id, n, lists, vector, state, action,
-            next_n, next_vector, next_state,
-        ) = r  # fmt: skip
-        head = orjson.dumps(
-            {
-                "schema_version": SCHEMA_VERSION,
-                "transition_id": tid,
-                "task_id": task_id,
-                "agent_id": agent_id,
-                "task_type": task_type,
-                "policy_id": policy_id,
-                "policy_version": policy_version,
-                "created_at": created_at,
-                "completed_at": completed_at,
-                "pscore": propensity,
-                "rewards": reward,
-                "terminations": next_id is None,
-                "truncations": False,
-                "next_transition_id": next_id,
-            },
-            option=orjson.OPT_UTC_Z,
-        )
+        n, lists, vector, state, action, next_n, next_vector, next_state = r[11:]
+        head = orjson.dumps(_head(*r[:11]), option=orjson.OPT_UTC_Z)
         if next_state is not None:
             following = orjson.dumps(observation_vector(orjson.loads(next_state), self.slots))
         elif next_vector is not None and next_n is not None:
