@@ -3,6 +3,7 @@ statement, with the results, errors and transactions of SQLAlchemy's own adapter
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -44,7 +45,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 async def test_the_engine_uses_the_adapter(engine: AsyncEngine) -> None:
     async with engine.connect() as conn:
         raw = await conn.get_raw_connection()
-        assert isinstance(raw.dbapi_connection, sqlite_driver._Connection)
+        assert isinstance(raw.dbapi_connection, sqlite_driver.Connection)
 
 
 async def test_one_hand_off_per_statement(engine: AsyncEngine, calls: list[str]) -> None:
@@ -94,3 +95,42 @@ async def test_a_transaction_left_open_is_rolled_back_on_return(engine: AsyncEng
         await session.commit()
     async with maker() as session:
         assert (await session.execute(text("SELECT v FROM t"))).scalars().all() == ["kept"]
+
+
+async def test_write_is_one_transaction_in_one_hand_off(
+    engine: AsyncEngine, calls: list[str]
+) -> None:
+    async with engine.connect() as conn:
+        adapter = (await conn.get_raw_connection()).dbapi_connection
+        assert isinstance(adapter, sqlite_driver.Connection)
+        calls.clear()
+        await adapter.write(
+            [
+                ("INSERT INTO t (v) VALUES (?)", [("a",), ("b",)]),
+                ("UPDATE t SET v = v || ? WHERE v = ?", [("!", "a")]),
+            ]
+        )
+        assert calls == ["_transaction"]
+        assert not adapter._in_transaction
+    async with engine.connect() as conn:
+        rows = (await conn.execute(text("SELECT v FROM t ORDER BY id"))).all()
+    assert rows == [("a!",), ("b",)]
+
+
+async def test_a_failed_write_is_rolled_back_whole(engine: AsyncEngine) -> None:
+    async with engine.connect() as conn:
+        adapter = (await conn.get_raw_connection()).dbapi_connection
+        assert isinstance(adapter, sqlite_driver.Connection)
+        with pytest.raises(sqlite3.IntegrityError) as failed:
+            await adapter.write(
+                [
+                    ("INSERT INTO t (v) VALUES (?)", [("a",), ("b",)]),
+                    ("INSERT INTO t (v) VALUES (?)", [("c",), ("a",)]),  # "a" is taken
+                ]
+            )
+        assert failed.value.__notes__ == ["INSERT INTO t (v) VALUES (?)"]
+        # The connection is usable, with no transaction left open.
+        await adapter.write([("INSERT INTO t (v) VALUES (?)", [("d",)])])
+    async with engine.connect() as conn:
+        rows = (await conn.execute(text("SELECT v FROM t ORDER BY id"))).all()
+    assert rows == [("d",)]

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import functools
-import operator
 import sqlite3
 import time
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeAlias, cast
@@ -34,10 +33,10 @@ from sqlalchemy import (
 from sqlalchemy import (
     cast as sql_cast,
 )
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db import probe
+from app.db.rows import as_sqlalchemy_error, compiled_insert, sqlite_utc_text
 from app.learning.ranking import STALE_AFTER_DAYS, WEIGHTS
 from app.models import Memory
 from app.models.base import UTCDateTime
@@ -223,60 +222,6 @@ def _search_statement(dialect: str, shape: _Shape) -> Any:
     return stmt
 
 
-@dataclass(frozen=True, slots=True)
-class _Insert:
-    """INSERT of whole memory rows as SQLAlchemy compiles it, and each row's values in
-    its parameter order, converted as SQLAlchemy's bind processors convert them."""
-
-    sql: str
-    values: Callable[[dict[str, Any]], tuple[Any, ...]]
-    converters: tuple[tuple[int, Callable[[Any], Any]], ...]
-
-    def params(self, row: dict[str, Any]) -> list[Any]:
-        values = list(self.values(row))
-        last: tuple[Any, Any] = (None, None)
-        for i, convert in self.converters:
-            value = values[i]
-            if value is not None and value is last[0]:
-                values[i] = last[1]  # created_at and updated_at: one datetime
-                continue
-            values[i] = converted = convert(value)
-            last = (value, converted)
-        return values
-
-
-def _sqlite_utc_text(value: datetime | None) -> str | None:
-    """UTCDateTime's value on SQLite as its two bind processors make it (naive UTC in
-    SQLite DATETIME's text) for a fraction of their cost."""
-    if value is None:
-        return None
-    if value.tzinfo is None:
-        raise ValueError("naive datetime given to a UTC column")
-    return value.astimezone(UTC).isoformat(" ", "microseconds")[:26]
-
-
-_INSERTS: weakref.WeakKeyDictionary[Any, _Insert] = weakref.WeakKeyDictionary()
-
-
-def _sqlite_insert(dialect: Any) -> _Insert:
-    found = _INSERTS.get(dialect)
-    if found is not None:
-        return found
-    columns = {c.key: c for c in MEMORIES.c}
-    compiled = insert(MEMORIES).compile(dialect=dialect, column_keys=list(columns))
-    order = list(compiled.positiontup or ())
-    converters: list[tuple[int, Callable[[Any], Any]]] = []
-    for i, key in enumerate(order):
-        column_type = columns[key].type
-        if isinstance(column_type, UTCDateTime):
-            converters.append((i, _sqlite_utc_text))
-        elif (convert := column_type.dialect_impl(dialect).bind_processor(dialect)) is not None:
-            converters.append((i, convert))
-    found = _Insert(compiled.string, operator.itemgetter(*order), tuple(converters))
-    _INSERTS[dialect] = found
-    return found
-
-
 class MemoryRepository:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
@@ -298,15 +243,14 @@ class MemoryRepository:
         # The writer's group commit on SQLite: one executemany on the driver's connection,
         # inside the session's transaction (begun above). Through SQLAlchemy each row's
         # bind conversion cost ~11 us and the statement three trips to the driver's thread.
-        statement = _sqlite_insert(conn.dialect)
-        params = [statement.params(row) for row in rows]
+        sql, params = compiled_insert(MEMORIES, conn.dialect).many(rows)
         driver = (await conn.get_raw_connection()).driver_connection
         assert driver is not None
         try:
-            async with driver.executemany(statement.sql, params):
+            async with driver.executemany(sql, params):
                 pass
         except sqlite3.Error as exc:
-            raise DBAPIError.instance(statement.sql, None, exc, sqlite3.Error) from exc
+            raise as_sqlalchemy_error(sql, exc) from exc
 
     async def existing(self, keys: set[tuple[str, str]]) -> set[tuple[str, str]]:
         """Which of these (namespace, id) pairs are taken."""
@@ -540,6 +484,11 @@ def _clip_postgres(x: Any) -> Any:
     return func.greatest(0.0, func.least(1.0, x))
 
 
+_MARK_USED_SQLITE = (
+    "UPDATE memories SET use_count = use_count + 1, last_used_at = ? WHERE namespace = ? AND id = ?"
+)
+
+
 class MemoryUsageRepository:
     """Usage and reward statistics of memories, updated by recall and rewards."""
 
@@ -564,6 +513,19 @@ class MemoryUsageRepository:
                 .order_by(MEMORIES.c.id)
                 .with_for_update()
             )
+
+    @staticmethod
+    def mark_used_sqlite(
+        uses: Iterable[tuple[str, Sequence[str], datetime]],
+    ) -> tuple[str, list[tuple[Any, ...]]]:
+        """`mark_used` of each (namespace, ids, now) as one executemany on SQLite, the
+        memories in id order."""
+        params = [
+            (sqlite_utc_text(now), namespace, memory_id)
+            for namespace, ids, now in uses
+            for memory_id in sorted(set(ids))
+        ]
+        return _MARK_USED_SQLITE, params
 
     async def mark_used(self, namespace: str, ids: Sequence[str], *, now: datetime) -> None:
         if ids:

@@ -66,6 +66,33 @@ def _rebuilt(table: Any, slots: int) -> Any:
     )
 
 
+# TransitionRepository.link_previous as SQLite text, for the writer's direct group commit.
+LINK_PREVIOUS_SQLITE = (
+    "UPDATE rl_transitions SET next_id = ? "
+    "WHERE namespace = ? AND task_id = ? AND next_id IS NULL AND id != ?"
+)
+
+
+def chain(rows: Sequence[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """Link new transitions of the same task to each other, in the given order (each
+    row's next_id), and return (namespace, task_id, first new id) for each task: the
+    task's stored transition still open gets that first id (`link_previous`, run before
+    the rows are inserted)."""
+    last: dict[tuple[str, str], dict[str, Any]] = {}
+    firsts: list[tuple[str, str, str]] = []
+    for row in rows:
+        if row["task_id"] is None:
+            continue
+        key = (row["namespace"], row["task_id"])
+        before = last.get(key)
+        if before is None:
+            firsts.append((row["namespace"], row["task_id"], row["id"]))
+        else:
+            before["next_id"] = row["id"]
+        last[key] = row
+    return firsts
+
+
 class TransitionRepository:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sqlite3
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -27,13 +28,15 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from app.core.errors import AppError, Conflict, NotFound, PayloadTooLarge, StoreUnavailable
 from app.core.logging import batch_request_ids_var, request_id_var
 from app.core.metrics import Metrics
+from app.db import sqlite_driver
 from app.db.engine import create_sessionmaker
 from app.db.errors import is_store_outage, outage_reason
+from app.db.rows import as_sqlalchemy_error, compiled_insert
 from app.repositories.episodes import EpisodeRepository, Key
 from app.repositories.jobs import JobRepository
 from app.repositories.learning import LearningRepository
-from app.repositories.memories import MemoryRepository, MemoryUsageRepository
-from app.repositories.rl import TransitionRepository
+from app.repositories.memories import MEMORIES, MemoryRepository, MemoryUsageRepository
+from app.repositories.rl import LINK_PREVIOUS_SQLITE, TRANSITIONS, TransitionRepository, chain
 from app.services.episode_records import NewEpisode, StepsPayload, step_totals
 from app.services.jobs import LEARN, job_row
 from app.storage.blobs import (
@@ -276,6 +279,8 @@ class EpisodeWriter:
     async def _apply_batch(self, commands: list[_Command]) -> list[_Command] | None:
         """The group commit; None when the batch conflicted and must run command by command."""
         assert self._sessionmaker is not None
+        if self._direct(commands):
+            return await self._apply_direct(commands)
         async with self._sessionmaker() as session:
             try:
                 batch = _Batch()
@@ -314,6 +319,46 @@ class EpisodeWriter:
         if self._metrics is not None:
             self._metrics.ingest_batch.observe(done)
         return commands[done:]
+
+    def _direct(self, commands: list[_Command]) -> bool:
+        """SQLite, and only new memories whose ids the service chose and recall logs: the
+        batch reads nothing and decides nothing, so it runs as one transaction in one
+        call to the connection's thread (`sqlite_driver.Connection.write`)."""
+        return self._engine.dialect.name == "sqlite" and all(
+            c.kind == "transition" or (c.kind == "memory" and not c.data["client_id"])
+            for c in commands
+        )
+
+    async def _apply_direct(self, commands: list[_Command]) -> list[_Command] | None:
+        """`_apply_batch` of a batch `_direct` accepts: the same rows and answers."""
+        try:
+            async with self._engine.connect() as conn:
+                statements = _direct_statements(conn.dialect, commands)
+                adapter = (await conn.get_raw_connection()).dbapi_connection
+                assert isinstance(adapter, sqlite_driver.Connection)
+                try:
+                    await adapter.write(statements)
+                except sqlite3.Error as exc:
+                    raise as_sqlalchemy_error(
+                        "; ".join(getattr(exc, "__notes__", ())), exc
+                    ) from exc
+        except IntegrityError:
+            if len(commands) == 1:
+                _settle([(commands[0].future, Conflict("conflicting concurrent write"))])
+                return []
+            return None
+        except Exception as exc:
+            self._count_store_error(exc)
+            if not is_store_outage(exc):  # a defect: its requests only see "internal"
+                log.exception("episode writer batch failed")
+            _fail(commands, _as_app_error(exc))
+            return []
+        _settle([(c.future, c.data["row"] if c.kind == "memory" else c.data) for c in commands])
+        self.batches += 1
+        self.commands += len(commands)
+        if self._metrics is not None:
+            self._metrics.ingest_batch.observe(len(commands))
+        return []
 
     async def _load(self, session: AsyncSession, commands: list[_Command], batch: _Batch) -> None:
         chosen = {c.key for c in commands if c.kind == "memory" and c.data["client_id"]}
@@ -429,11 +474,10 @@ class EpisodeWriter:
         chosen memories' use counts."""
         transitions = TransitionRepository(session)
         usage = MemoryUsageRepository(session)
-        await transitions.insert_many([r["row"] for r in rows])
-        for r in rows:
-            row = r["row"]
-            if row["task_id"] is not None:
-                await transitions.link_previous(row["namespace"], row["task_id"], row["id"])
+        new = [r["row"] for r in rows]
+        for namespace, task_id, first in chain(new):
+            await transitions.link_previous(namespace, task_id, first)
+        await transitions.insert_many(new)
         # Transitions first, then memories in id order, as a reward takes them.
         chosen: dict[str, set[str]] = {}
         for r in rows:
@@ -552,6 +596,29 @@ async def _run_alone(cmd: _Command) -> None:
         cmd.future.set_result(await cmd.data())
     except Exception as exc:
         cmd.future.set_exception(exc)
+
+
+def _direct_statements(dialect: Any, commands: list[_Command]) -> list[tuple[str, Any]]:
+    """A `_direct` batch as SQLite statements, each an executemany: the new memories,
+    then the recall logs as `_log_transitions` writes them."""
+    statements: list[tuple[str, Any]] = []
+    memories = [c.data["row"] for c in commands if c.kind == "memory"]
+    if memories:
+        statements.append(compiled_insert(MEMORIES, dialect).many(memories))
+    logs = [c.data for c in commands if c.kind == "transition"]
+    if logs:
+        new = [log["row"] for log in logs]
+        links = [(first, ns, task_id, first) for ns, task_id, first in chain(new)]
+        if links:
+            statements.append((LINK_PREVIOUS_SQLITE, links))
+        statements.append(compiled_insert(TRANSITIONS, dialect).many(new))
+        uses = [
+            (log["row"]["namespace"], log["selected"], log["row"]["created_at"]) for log in logs
+        ]
+        sql, params = MemoryUsageRepository.mark_used_sqlite(uses)
+        if params:
+            statements.append((sql, params))
+    return statements
 
 
 def _completed(batch: _Batch) -> list[Key]:

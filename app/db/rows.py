@@ -1,0 +1,90 @@
+"""Whole-row INSERTs on SQLite with the values converted once, as SQLAlchemy would.
+
+The writer's group commits insert many rows of a table at once (new memories, recall
+transitions). Through SQLAlchemy each row's bind processing costs ~11 µs and each
+statement several trips to the driver's thread; here the statement is compiled once per
+table and dialect, and a row's values are converted by the columns' own bind processors
+(plus a cheaper equivalent for UTCDateTime), ready for one `executemany`.
+"""
+
+from __future__ import annotations
+
+import operator
+import sqlite3
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Table, insert
+from sqlalchemy.exc import DBAPIError, StatementError
+
+from app.models.base import UTCDateTime
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledInsert:
+    """INSERT of whole rows of a table as SQLAlchemy compiles it, and each row's values
+    in its parameter order, converted as SQLAlchemy's bind processors convert them."""
+
+    sql: str
+    values: Callable[[dict[str, Any]], tuple[Any, ...]]
+    converters: tuple[tuple[int, Callable[[Any], Any]], ...]
+
+    def params(self, row: dict[str, Any]) -> list[Any]:
+        values = list(self.values(row))
+        last: tuple[Any, Any] = (None, None)
+        for i, convert in self.converters:
+            value = values[i]
+            if value is not None and value is last[0]:
+                values[i] = last[1]  # created_at and updated_at: one datetime
+                continue
+            values[i] = converted = convert(value)
+            last = (value, converted)
+        return values
+
+    def many(self, rows: Sequence[dict[str, Any]]) -> tuple[str, list[list[Any]]]:
+        """(sql, parameters) of an executemany over rows."""
+        return self.sql, [self.params(row) for row in rows]
+
+
+def sqlite_utc_text(value: datetime | None) -> str | None:
+    """UTCDateTime's value on SQLite as its two bind processors make it (naive UTC in
+    SQLite DATETIME's text) for a fraction of their cost."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        raise ValueError("naive datetime given to a UTC column")
+    return value.astimezone(UTC).isoformat(" ", "microseconds")[:26]
+
+
+_COMPILED: weakref.WeakKeyDictionary[Any, dict[str, CompiledInsert]] = weakref.WeakKeyDictionary()
+
+
+def compiled_insert(table: Table, dialect: Any) -> CompiledInsert:
+    """The table's whole-row INSERT for this (SQLite) dialect, built once."""
+    per_table = _COMPILED.setdefault(dialect, {})
+    found = per_table.get(table.name)
+    if found is not None:
+        return found
+    columns = {c.key: c for c in table.c}
+    compiled = insert(table).compile(dialect=dialect, column_keys=list(columns))
+    order = list(compiled.positiontup or ())
+    converters: list[tuple[int, Callable[[Any], Any]]] = []
+    for i, key in enumerate(order):
+        column_type = columns[key].type
+        if isinstance(column_type, UTCDateTime):
+            converters.append((i, sqlite_utc_text))
+        elif (convert := column_type.dialect_impl(dialect).bind_processor(dialect)) is not None:
+            converters.append((i, convert))
+    found = per_table[table.name] = CompiledInsert(
+        compiled.string, operator.itemgetter(*order), tuple(converters)
+    )
+    return found
+
+
+def as_sqlalchemy_error(statement: str, exc: sqlite3.Error) -> StatementError:
+    """A driver error as SQLAlchemy raises it (IntegrityError, OperationalError...), so
+    that callers classify it the same way whichever path ran the statement."""
+    return DBAPIError.instance(statement, None, exc, sqlite3.Error)

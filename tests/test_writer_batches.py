@@ -1,0 +1,181 @@
+"""The writer's group commits of new memories and recall logs: on SQLite one call to the
+connection's thread stores what the session path stores; on every backend, recalls of
+one task that share a batch are chained in order."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import aiosqlite
+import pytest
+from fastapi import FastAPI
+from sqlalchemy import text
+
+from app.core.errors import Conflict
+from app.repositories.memories import MemoryUsageRepository
+from app.repositories.rl import TransitionRepository
+from app.services.episode_writer import EpisodeWriter
+from app.services.memories import new_memory
+
+NS = "ns-writer"
+NOW = datetime(2026, 11, 30, 8, 9, 10, 123456, tzinfo=UTC)
+
+
+def _transition(transition_id: str, task_id: str | None, **changes: Any) -> dict[str, Any]:
+    return {
+        "namespace": NS,
+        "id": transition_id,
+        "task_id": task_id,
+        "agent_id": "agent-ü",
+        "task_type": "deploy",
+        "policy_id": "baseline_v0",
+        "policy_version": 1,
+        "propensity": 0.125,
+        "status": "pending",
+        "reward": None,
+        "reward_id": None,
+        "next_id": None,
+        "created_at": NOW,
+        "completed_at": None,
+        "observation_vector": [0.5, 1.0, -2.25],
+        "n_candidates": 1,
+        "dataset_lists": '{"candidate_ids":["m1"]}',
+        "state": {"request": {"n_candidates": 1, "task_type": "deploy"}, "candidates": []},
+        "action": {"selected": ["m1"], "modes": {"m1": "context"}, "explored": False},
+    } | changes
+
+
+def _memory(memory_id: str) -> dict[str, Any]:
+    row = new_memory(
+        NS,
+        memory_id,
+        content=f"memory {memory_id}",
+        confidence=0.5,
+        sensitivity="low",
+        criticality=0.5,
+        source_refs=[],
+        metadata={},
+        now=NOW,
+    )
+    return row | {"type": "fact", "scope": {"level": "global"}}
+
+
+def _writer(app: FastAPI) -> EpisodeWriter:
+    writer: EpisodeWriter = app.state.engram.writer
+    return writer
+
+
+async def _rows(app: FastAPI, table: str, *ids: str) -> dict[str, dict[str, Any]]:
+    async with app.state.engram.read_sessions() as session:
+        found = await session.execute(
+            text(f"SELECT * FROM {table} WHERE namespace = :ns ORDER BY id"), {"ns": NS}
+        )
+        rows = {r.id: dict(r._mapping) for r in found}
+    return {i: rows[i] for i in ids}
+
+
+async def _log(writer: EpisodeWriter, *rows: dict[str, Any], selected: list[str]) -> int:
+    """Log the rows concurrently; returns the number of group commits they took."""
+    before = writer.batches
+    await asyncio.gather(*(writer.log_transition(r, selected=selected) for r in rows))
+    return writer.batches - before
+
+
+async def test_recalls_of_one_task_in_one_batch_are_chained(app: FastAPI) -> None:
+    writer = _writer(app)
+    assert await _log(writer, _transition("t0", "task-1"), selected=[]) == 1
+    batch = [_transition("t1", "task-1"), _transition("t2", "task-1"), _transition("u1", "task-2")]
+    batch.append(_transition("t3", "task-1"))
+    assert await _log(writer, *batch, selected=[]) == 1  # one batch, or the test proves nothing
+    rows = await _rows(app, "rl_transitions", "t0", "t1", "t2", "t3", "u1")
+    assert {i: r["next_id"] for i, r in rows.items()} == {
+        "t0": "t1",
+        "t1": "t2",
+        "t2": "t3",
+        "t3": None,
+        "u1": None,
+    }
+
+
+async def test_the_session_path_chains_them_the_same_way(app: FastAPI) -> None:
+    """A memory with an id the client chose needs a read: its batch takes the session path."""
+    writer = _writer(app)
+    await _log(writer, _transition("t0", "task-1"), selected=[])
+    before = writer.batches
+    await asyncio.gather(
+        writer.log_transition(_transition("t1", "task-1"), selected=[]),
+        writer.create_memory(_memory("chosen"), client_id=True),
+        writer.log_transition(_transition("t2", "task-1"), selected=[]),
+    )
+    assert writer.batches - before == 1
+    rows = await _rows(app, "rl_transitions", "t0", "t1", "t2")
+    assert {i: r["next_id"] for i, r in rows.items()} == {"t0": "t1", "t1": "t2", "t2": None}
+
+
+async def test_recall_logs_store_what_the_session_path_stores(app: FastAPI, backend: str) -> None:
+    writer = _writer(app)
+    await asyncio.gather(*(writer.create_memory(_memory(m), client_id=False) for m in "abc"))
+    # Through the writer (on SQLite its direct path), with memory "a" used twice.
+    logged = [_transition("w1", "task-9"), _transition("w2", None, created_at=NOW + timedelta(1))]
+    before = writer.batches
+    await asyncio.gather(
+        writer.log_transition(logged[0], selected=["a", "b"]),
+        writer.log_transition(logged[1], selected=["a"]),
+    )
+    assert writer.batches - before == 1
+    # The same through SQLAlchemy's statements.
+    async with app.state.engram.write_sessions() as session:
+        await TransitionRepository(session).insert_many([_transition("s1", "task-9")])
+        await MemoryUsageRepository(session).mark_used(NS, ["c"], now=NOW + timedelta(1))
+        await session.commit()
+    rows = await _rows(app, "rl_transitions", "w1", "s1")
+    assert {**rows["w1"], "id": "s1"} == rows["s1"]
+    memories = await _rows(app, "memories", "a", "b", "c")
+    assert [memories[m]["use_count"] for m in "abc"] == [2, 1, 1]
+    assert memories["a"]["last_used_at"] == memories["c"]["last_used_at"]
+    assert memories["b"]["last_used_at"] != memories["c"]["last_used_at"]
+
+
+async def test_new_memories_and_recall_logs_are_one_hand_off(
+    app: FastAPI, backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if backend != "sqlite":
+        pytest.skip("SQLite's driver adapter")
+    seen: list[str] = []
+    original = aiosqlite.Connection._execute
+
+    async def counted(self: aiosqlite.Connection, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        task = asyncio.current_task()
+        if task is not None and task.get_name() == "engram-episode-writer":  # not the worker
+            seen.append(getattr(fn, "__name__", repr(fn)))
+        return await original(self, fn, *args, **kwargs)
+
+    monkeypatch.setattr(aiosqlite.Connection, "_execute", counted)
+    writer = _writer(app)
+    before = writer.batches
+    await asyncio.gather(
+        *(writer.create_memory(_memory(f"m{i}"), client_id=False) for i in range(5)),
+        writer.log_transition(_transition("t1", "task-1"), selected=["m1"]),
+    )
+    assert writer.batches - before == 1
+    assert seen == ["_transaction"]
+    assert (await _rows(app, "memories", "m1"))["m1"]["use_count"] == 1
+
+
+async def test_a_taken_id_fails_alone(app: FastAPI) -> None:
+    """An id taken despite being the service's choice (never, with uuid7: here forced)
+    fails its own request with 409; the rest of its batch is stored."""
+    writer = _writer(app)
+    await writer.create_memory(_memory("taken"), client_id=False)
+    results = await asyncio.gather(
+        writer.create_memory(_memory("free-1"), client_id=False),
+        writer.create_memory(_memory("taken") | {"content": "again"}, client_id=False),
+        writer.create_memory(_memory("free-2"), client_id=False),
+        return_exceptions=True,
+    )
+    assert isinstance(results[1], Conflict)
+    assert [r["id"] for r in results if isinstance(r, dict)] == ["free-1", "free-2"]
+    rows = await _rows(app, "memories", "free-1", "free-2", "taken")
+    assert rows["taken"]["content"] == "memory taken"
