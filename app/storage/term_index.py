@@ -439,6 +439,7 @@ class TermIndex:
         lengths = np.frombuffer(data.lengths, dtype=np.float64)
         scores = np.zeros(n, dtype=np.float64)
         held = np.zeros(n, dtype=np.float64)  # query terms each slot holds
+        matched = np.zeros(n, dtype=bool)  # finding them in a bool array is 8x cheaper
         total = float(data.live)
         avgdl = data.live_tokens / total
         any_dead = data.live < n
@@ -462,20 +463,23 @@ class TermIndex:
             norm = K1 * (1 - B + B * lengths[slots] / avgdl)
             scores[slots] += times * idf * tf * (K1 + 1) / (tf + norm)
             held[slots] += times
-        found = np.flatnonzero(scores)
-        if coordinate and terms:
-            scores[found] *= held[found] / len(terms)
+            matched[slots] = True
+        found = np.flatnonzero(matched)  # every term's part is > 0: the slots scored
         found = found[np.frombuffer(data.ns, dtype=np.int32)[found] == code]
         if types is not None:
             codes = [data.type_codes[t] for t in types if t in data.type_codes]
             found = found[np.isin(np.frombuffer(data.types, dtype=np.int32)[found], codes)]
+        values = scores[found]
+        if coordinate and terms:
+            values *= held[found] / len(terms)
         if len(found) > limit:
             # Every match scoring at least the limit-th best, so that ties at the cut are
             # broken as below (by rowid, which slot order follows) and not arbitrarily.
-            cut = np.partition(scores[found], len(found) - limit)[len(found) - limit]
-            found = found[scores[found] >= cut]
-        best = found[np.lexsort((found, -scores[found]))][:limit]
-        return {data.ids[int(s)]: float(scores[s]) for s in best}
+            cut = np.partition(values, len(found) - limit)[len(found) - limit]
+            keep = values >= cut
+            found, values = found[keep], values[keep]
+        best = np.lexsort((found, -values))[:limit]
+        return {data.ids[int(found[i])]: float(values[i]) for i in best}
 
 
 class _Closed(Exception):
