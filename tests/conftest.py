@@ -20,6 +20,26 @@ from tests.server import reset_postgres as _reset_postgres
 PG_URL = os.environ.get("ENGRAM_TEST_DATABASE_URL")
 
 
+def http_scope(method: str, path: str, headers: list[tuple[bytes, bytes]]) -> dict[str, Any]:
+    """The ASGI scope a server gives the app for one HTTP/1.1 request, for tests that
+    drive `receive` and `send` themselves."""
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "root_path": "",
+        "query_string": b"",
+        "headers": headers,
+        "client": ("127.0.0.1", 40000),
+        "server": ("127.0.0.1", 8080),
+        "state": {},
+    }
+
+
 @pytest.fixture
 def backend() -> str:
     return "postgresql" if PG_URL else "sqlite"

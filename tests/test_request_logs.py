@@ -15,7 +15,7 @@ from fastapi import FastAPI
 
 from app.core.config import Settings
 from app.core.logging import JsonFormatter
-from tests.conftest import auth, episode_body
+from tests.conftest import auth, episode_body, http_scope
 
 Logs = Callable[[], list[dict[str, Any]]]
 HEX_ID = re.compile(r"[0-9a-f]{32}")
@@ -177,20 +177,11 @@ async def test_a_client_gone_before_its_body_is_a_499_not_an_error(
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": "/v1/episodes",
-        "raw_path": b"/v1/episodes",
-        "query_string": b"",
-        "root_path": "",
-        "headers": [(b"content-type", b"application/json"), (b"x-request-id", b"gone-1")],
-        "client": ("127.0.0.1", 40000),
-        "server": ("127.0.0.1", 8080),
-    }
+    scope = http_scope(
+        "POST",
+        "/v1/episodes",
+        [(b"content-type", b"application/json"), (b"x-request-id", b"gone-1")],
+    )
     await app(scope, receive, send)
     assert sent == []
     lines = logs()

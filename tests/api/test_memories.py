@@ -13,7 +13,7 @@ import pytest
 from fastapi import FastAPI
 
 from app.core.config import Settings
-from tests.conftest import auth, running
+from tests.conftest import auth, http_scope, running
 
 
 async def create(client: httpx.AsyncClient, **fields: Any) -> dict[str, Any]:
@@ -370,21 +370,11 @@ async def test_a_body_that_arrives_late_is_read(app: FastAPI) -> None:
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": "/v1/memories",
-        "raw_path": b"/v1/memories",
-        "root_path": "",
-        "query_string": b"",
-        "headers": [(b"host", b"engram.test"), (b"content-type", b"application/json")],
-        "client": ("127.0.0.1", 5000),
-        "server": ("engram.test", 80),
-        "state": {},
-    }
+    scope = http_scope(
+        "POST",
+        "/v1/memories",
+        [(b"host", b"engram.test"), (b"content-type", b"application/json")],
+    )
     await app(scope, receive, send)
     assert sent[0]["status"] == 201
     body = orjson.loads(sent[1]["body"])
