@@ -279,40 +279,35 @@ class EpisodeWriter:
     async def _apply_batch(self, commands: list[_Command]) -> list[_Command] | None:
         """The group commit; None when the batch conflicted and must run command by command."""
         assert self._sessionmaker is not None
-        if self._direct(commands):
-            return await self._apply_direct(commands)
-        async with self._sessionmaker() as session:
-            try:
-                batch = _Batch()
-                await self._load(session, commands, batch)
-                done = 0
-                for cmd in commands:
-                    if _touches_deleted(batch, cmd):
-                        break  # a command after a delete of the same episode waits a round
+        batch = _Batch()
+        try:
+            if self._direct(commands):
+                done = self._decide(batch, commands)
+                await self._write_direct(batch)
+            else:
+                async with self._sessionmaker() as session:
                     try:
-                        _DECIDE[cmd.kind](self, batch, cmd)
-                    except AppError as exc:
-                        batch.results.append((cmd.future, exc))
-                    done += 1
-                await self._write(session, batch)
-            except IntegrityError:
-                await session.rollback()
-                if len(commands) == 1:
-                    _settle([(commands[0].future, Conflict("conflicting concurrent write"))])
-                    return []
-                return None
-            except BlobStoreError as exc:
-                await session.rollback()
-                self._count_store_error(exc)
-                _fail(commands, StoreUnavailable(f"payload store unavailable: {exc}"))
+                        await self._load(session, commands, batch)
+                        done = self._decide(batch, commands)
+                        await self._write(session, batch)
+                    except Exception:
+                        await session.rollback()
+                        raise
+        except IntegrityError:
+            if len(commands) == 1:
+                _settle([(commands[0].future, Conflict("conflicting concurrent write"))])
                 return []
-            except Exception as exc:
-                await session.rollback()
-                self._count_store_error(exc)
-                if not is_store_outage(exc):  # a defect: its requests only see "internal"
-                    log.exception("episode writer batch failed")
-                _fail(commands, _as_app_error(exc))
-                return []
+            return None
+        except BlobStoreError as exc:
+            self._count_store_error(exc)
+            _fail(commands, StoreUnavailable(f"payload store unavailable: {exc}"))
+            return []
+        except Exception as exc:
+            self._count_store_error(exc)
+            if not is_store_outage(exc):  # a defect: its requests only see "internal"
+                log.exception("episode writer batch failed")
+            _fail(commands, _as_app_error(exc))
+            return []
         _settle(batch.results)
         self.batches += 1
         self.commands += done
@@ -320,45 +315,41 @@ class EpisodeWriter:
             self._metrics.ingest_batch.observe(done)
         return commands[done:]
 
+    def _decide(self, batch: _Batch, commands: list[_Command]) -> int:
+        """Decide each command against the batch's state; returns how many were decided
+        (a command after a delete of the same episode waits a round)."""
+        done = 0
+        for cmd in commands:
+            if _touches_deleted(batch, cmd):
+                break
+            try:
+                _DECIDE[cmd.kind](self, batch, cmd)
+            except AppError as exc:
+                batch.results.append((cmd.future, exc))
+            done += 1
+        return done
+
     def _direct(self, commands: list[_Command]) -> bool:
         """SQLite, and only new memories whose ids the service chose and recall logs: the
-        batch reads nothing and decides nothing, so it runs as one transaction in one
-        call to the connection's thread (`sqlite_driver.Connection.write`)."""
+        batch reads nothing before its decisions, so it is written as one transaction in
+        one call to the connection's thread (`_write_direct`)."""
         return self._engine.dialect.name == "sqlite" and all(
             c.kind == "transition" or (c.kind == "memory" and not c.data["client_id"])
             for c in commands
         )
 
-    async def _apply_direct(self, commands: list[_Command]) -> list[_Command] | None:
-        """`_apply_batch` of a batch `_direct` accepts: the same rows and answers."""
-        try:
-            async with self._engine.connect() as conn:
-                statements = _direct_statements(conn.dialect, commands)
-                adapter = (await conn.get_raw_connection()).dbapi_connection
-                assert isinstance(adapter, sqlite_driver.Connection)
-                try:
-                    await adapter.write(statements)
-                except sqlite3.Error as exc:
-                    raise as_sqlalchemy_error(
-                        "; ".join(getattr(exc, "__notes__", ())), exc
-                    ) from exc
-        except IntegrityError:
-            if len(commands) == 1:
-                _settle([(commands[0].future, Conflict("conflicting concurrent write"))])
-                return []
-            return None
-        except Exception as exc:
-            self._count_store_error(exc)
-            if not is_store_outage(exc):  # a defect: its requests only see "internal"
-                log.exception("episode writer batch failed")
-            _fail(commands, _as_app_error(exc))
-            return []
-        _settle([(c.future, c.data["row"] if c.kind == "memory" else c.data) for c in commands])
-        self.batches += 1
-        self.commands += len(commands)
-        if self._metrics is not None:
-            self._metrics.ingest_batch.observe(len(commands))
-        return []
+    async def _write_direct(self, batch: _Batch) -> None:
+        """`_write` of a `_direct` batch: the same rows, through
+        `sqlite_driver.Connection.write`."""
+        async with self._engine.connect() as conn:
+            statements = _direct_statements(conn.dialect, batch.memories, batch.transitions)
+            adapter = (await conn.get_raw_connection()).dbapi_connection
+            assert isinstance(adapter, sqlite_driver.Connection)
+            try:
+                await adapter.write(statements)
+            except sqlite3.Error as exc:
+                notes = "; ".join(getattr(exc, "__notes__", ()))
+                raise as_sqlalchemy_error(notes, exc) from exc
 
     async def _load(self, session: AsyncSession, commands: list[_Command], batch: _Batch) -> None:
         chosen = {c.key for c in commands if c.kind == "memory" and c.data["client_id"]}
@@ -598,14 +589,14 @@ async def _run_alone(cmd: _Command) -> None:
         cmd.future.set_exception(exc)
 
 
-def _direct_statements(dialect: Any, commands: list[_Command]) -> list[tuple[str, Any]]:
+def _direct_statements(
+    dialect: Any, memories: list[dict[str, Any]], logs: list[dict[str, Any]]
+) -> list[tuple[str, Any]]:
     """A `_direct` batch as SQLite statements, each an executemany: the new memories,
     then the recall logs as `_log_transitions` writes them."""
     statements: list[tuple[str, Any]] = []
-    memories = [c.data["row"] for c in commands if c.kind == "memory"]
     if memories:
         statements.append(compiled_insert(MEMORIES, dialect).many(memories))
-    logs = [c.data for c in commands if c.kind == "transition"]
     if logs:
         new = [log["row"] for log in logs]
         links = [(first, ns, task_id, first) for ns, task_id, first in chain(new)]
