@@ -8,7 +8,7 @@ import logging
 import os
 import re
 import time
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Any
 
 import orjson
@@ -104,23 +104,20 @@ class _Rest:
     def __await__(self) -> Generator[Any, Any, Message]:
         steps, signal = self._steps, self._first
         while True:
+            step: Callable[[Any], Any]
             try:
-                sent = yield signal
+                value = yield signal
+                step = steps.send
             except GeneratorExit:
                 steps.close()
                 raise
             except BaseException as exc:
-                try:
-                    signal = steps.throw(exc)
-                except StopIteration as done:
-                    result: Message = done.value
-                    return result
-            else:
-                try:
-                    signal = steps.send(sent)
-                except StopIteration as done:
-                    result = done.value
-                    return result
+                value, step = exc, steps.throw
+            try:
+                signal = step(value)
+            except StopIteration as done:
+                result: Message = done.value
+                return result
 
 
 class Load:
