@@ -107,7 +107,10 @@ WriteSessionDep = Annotated[AsyncSession, Depends(get_write_session, scope="func
 
 
 def client_address(request: Request) -> str:
-    return request.client.host if request.client is not None else ""
+    # From the scope: request.client builds an Address tuple on every access, and auth
+    # asks on every request.
+    client = request.scope.get("client")
+    return client[0] if client else ""
 
 
 def _bearer(authorization: str | None, x_api_key: str | None) -> str | None:
@@ -130,8 +133,7 @@ async def get_principal(request: Request) -> Principal:
             x_api_key = value.decode("latin-1")
     token = _bearer(authorization, x_api_key)
     state: AppState = request.app.state.engram
-    client = request.scope.get("client")
-    return await state.auth.authenticate(token, client=client[0] if client else "")
+    return await state.auth.authenticate(token, client=client_address(request))
 
 
 async def require_reader(request: Request) -> Principal:
