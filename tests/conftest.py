@@ -20,10 +20,21 @@ from tests.server import reset_postgres as _reset_postgres
 PG_URL = os.environ.get("ENGRAM_TEST_DATABASE_URL")
 
 
-def http_scope(method: str, path: str, headers: list[tuple[bytes, bytes]]) -> dict[str, Any]:
-    """The ASGI scope a server gives the app for one HTTP/1.1 request, for tests that
-    drive `receive` and `send` themselves."""
-    return {
+async def asgi_request(
+    app: Any,
+    method: str,
+    path: str,
+    headers: list[tuple[bytes, bytes]],
+    receive: Callable[[], Any],
+) -> list[dict[str, Any]]:
+    """Run one HTTP/1.1 request through the app with the scope a server would give it
+    and the test's own `receive`; returns the messages the app sent."""
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {
         "type": "http",
         "asgi": {"version": "3.0"},
         "http_version": "1.1",
@@ -38,6 +49,8 @@ def http_scope(method: str, path: str, headers: list[tuple[bytes, bytes]]) -> di
         "server": ("127.0.0.1", 8080),
         "state": {},
     }
+    await app(scope, receive, send)
+    return sent
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from fastapi import FastAPI
 
 from app.core.config import Settings
 from app.core.logging import JsonFormatter
-from tests.conftest import auth, episode_body, http_scope
+from tests.conftest import asgi_request, auth, episode_body
 
 Logs = Callable[[], list[dict[str, Any]]]
 HEX_ID = re.compile(r"[0-9a-f]{32}")
@@ -169,20 +169,11 @@ def test_a_key_in_a_message_is_masked() -> None:
 async def test_a_client_gone_before_its_body_is_a_499_not_an_error(
     app: FastAPI, client: httpx.AsyncClient, logs: Logs
 ) -> None:
-    sent: list[dict[str, Any]] = []
-
     async def receive() -> dict[str, Any]:
         return {"type": "http.disconnect"}  # what the server reports once the client is gone
 
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    scope = http_scope(
-        "POST",
-        "/v1/episodes",
-        [(b"content-type", b"application/json"), (b"x-request-id", b"gone-1")],
-    )
-    await app(scope, receive, send)
+    headers = [(b"content-type", b"application/json"), (b"x-request-id", b"gone-1")]
+    sent = await asgi_request(app, "POST", "/v1/episodes", headers, receive)
     assert sent == []
     lines = logs()
     assert [line["msg"] for line in lines if line["level"] == "error"] == []

@@ -13,7 +13,7 @@ import pytest
 from fastapi import FastAPI
 
 from app.core.config import Settings
-from tests.conftest import auth, http_scope, running
+from tests.conftest import asgi_request, auth, running
 
 
 async def create(client: httpx.AsyncClient, **fields: Any) -> dict[str, Any]:
@@ -358,7 +358,6 @@ async def test_a_body_that_arrives_late_is_read(app: FastAPI) -> None:
     # The body comes after the headers (receive() has to wait): it is read under the
     # body deadline, chunk by chunk, and the memory is stored.
     chunks = [b'{"type": "fact", ', b'"content": "Late bodies are read."}']
-    sent: list[dict[str, Any]] = []
 
     async def receive() -> dict[str, Any]:
         await asyncio.sleep(0.01)
@@ -367,15 +366,8 @@ async def test_a_body_that_arrives_late_is_read(app: FastAPI) -> None:
         await asyncio.sleep(3600)
         return {"type": "http.disconnect"}
 
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    scope = http_scope(
-        "POST",
-        "/v1/memories",
-        [(b"host", b"engram.test"), (b"content-type", b"application/json")],
-    )
-    await app(scope, receive, send)
+    headers = [(b"host", b"engram.test"), (b"content-type", b"application/json")]
+    sent = await asgi_request(app, "POST", "/v1/memories", headers, receive)
     assert sent[0]["status"] == 201
     body = orjson.loads(sent[1]["body"])
     assert body["content"] == "Late bodies are read."
