@@ -3,12 +3,14 @@ and a real LevelDB directory per test, the app run through its lifespan, an http
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import aiosqlite
 import httpx
 import pytest
 from fastapi import FastAPI
@@ -18,6 +20,22 @@ from app.services.auth import Role, create_key
 from tests.server import reset_postgres as _reset_postgres
 
 PG_URL = os.environ.get("ENGRAM_TEST_DATABASE_URL")
+
+
+def thread_calls(monkeypatch: pytest.MonkeyPatch, *, task: str | None = None) -> list[str]:
+    """The functions run in aiosqlite's connection threads from now on, by name (only
+    those asked for by the asyncio task named `task`, if given)."""
+    seen: list[str] = []
+    original = aiosqlite.Connection._execute
+
+    async def counted(self: aiosqlite.Connection, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        current = asyncio.current_task()
+        if task is None or (current is not None and current.get_name() == task):
+            seen.append(getattr(fn, "__name__", repr(fn)))
+        return await original(self, fn, *args, **kwargs)
+
+    monkeypatch.setattr(aiosqlite.Connection, "_execute", counted)
+    return seen
 
 
 async def asgi_request(

@@ -6,9 +6,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
-import aiosqlite
 import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
@@ -17,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.core.config import Settings
 from app.db import sqlite_driver
 from app.db.engine import create_engine, create_sessionmaker
+from tests.conftest import thread_calls
 
 
 @pytest.fixture
@@ -31,15 +30,7 @@ async def engine(tmp_path: Path) -> AsyncIterator[AsyncEngine]:
 @pytest.fixture
 def calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The functions run in aiosqlite's thread, by name."""
-    seen: list[str] = []
-    original = aiosqlite.Connection._execute
-
-    async def counted(self: aiosqlite.Connection, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        seen.append(getattr(fn, "__name__", repr(fn)))
-        return await original(self, fn, *args, **kwargs)
-
-    monkeypatch.setattr(aiosqlite.Connection, "_execute", counted)
-    return seen
+    return thread_calls(monkeypatch)
 
 
 async def test_the_engine_uses_the_adapter(engine: AsyncEngine) -> None:

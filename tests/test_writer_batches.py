@@ -8,7 +8,6 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import aiosqlite
 import pytest
 from fastapi import FastAPI
 from sqlalchemy import text
@@ -18,6 +17,7 @@ from app.repositories.memories import MemoryUsageRepository
 from app.repositories.rl import TransitionRepository
 from app.services.episode_writer import EpisodeWriter
 from app.services.memories import new_memory
+from tests.conftest import thread_calls
 
 NS = "ns-writer"
 NOW = datetime(2026, 11, 30, 8, 9, 10, 123456, tzinfo=UTC)
@@ -143,16 +143,7 @@ async def test_new_memories_and_recall_logs_are_one_hand_off(
 ) -> None:
     if backend != "sqlite":
         pytest.skip("SQLite's driver adapter")
-    seen: list[str] = []
-    original = aiosqlite.Connection._execute
-
-    async def counted(self: aiosqlite.Connection, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        task = asyncio.current_task()
-        if task is not None and task.get_name() == "engram-episode-writer":  # not the worker
-            seen.append(getattr(fn, "__name__", repr(fn)))
-        return await original(self, fn, *args, **kwargs)
-
-    monkeypatch.setattr(aiosqlite.Connection, "_execute", counted)
+    seen = thread_calls(monkeypatch, task="engram-episode-writer")  # not the worker's
     writer = _writer(app)
     before = writer.batches
     await asyncio.gather(
