@@ -68,3 +68,34 @@ async def test_insert_many_of_a_taken_id_is_an_integrity_error(app: FastAPI) -> 
             await MemoryRepository(session).insert_many([_row("free"), _row("taken")])
         await session.rollback()
     assert [r["id"] for r in await _stored(app, "taken")] == ["taken"]
+
+
+async def test_insert_many_past_one_statement_indexes_every_row(
+    app: FastAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows past one multi-row statement's share go in further statements: all stored,
+    all in the full-text index, in order; a taken id in a later statement fails them all."""
+    monkeypatch.setattr("app.db.rows.MULTI_ROWS", 4)
+    ids = [f"r{i:02d}" for i in range(10)]
+    async with app.state.engram.write_sessions() as session:
+        await MemoryRepository(session).insert_many(
+            [_row(i, content=f"lantern{i} shared") for i in ids]
+        )
+        await session.commit()
+    async with app.state.engram.write_sessions() as session:
+        with pytest.raises(IntegrityError):
+            await MemoryRepository(session).insert_many(
+                [_row(f"s{i}") for i in range(7)] + [_row("r03")]
+            )
+        await session.rollback()
+    await _stored(app, *ids)
+    if app.state.engram.engine.dialect.name != "sqlite":
+        return
+    async with app.state.engram.read_sessions() as session:
+        found = await session.execute(
+            text(
+                "SELECT memory_id, content FROM memories_fts "
+                "WHERE memories_fts MATCH 'shared' ORDER BY rowid"
+            )
+        )
+        assert [tuple(r) for r in found] == [(i, f"lantern{i} shared") for i in ids]

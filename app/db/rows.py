@@ -5,6 +5,12 @@ transitions). Through SQLAlchemy each row's bind processing costs ~11 µs and ea
 statement several trips to the driver's thread; here the statement is compiled once per
 table and dialect, and a row's values are converted by the columns' own bind processors
 (plus a cheaper equivalent for UTCDateTime), ready for one `executemany`.
+
+A table with a full-text trigger (memories) takes its rows as multi-row INSERTs instead:
+FTS5 writes its pending terms out as a new segment (and does merge work) at every
+statement savepoint, and an executemany is one statement per row. On a copy of the
+100,000-memory benchmark table, 32 memories a transaction cost 62 µs a row of SQLite's
+CPU by executemany and 37 µs in one statement (15 µs without the full-text index).
 """
 
 from __future__ import annotations
@@ -22,6 +28,11 @@ from sqlalchemy.exc import DBAPIError, StatementError
 
 from app.models.base import UTCDateTime
 
+# SQLite's default cap on a statement's parameters (999 before 3.32), and a cap on rows
+# per statement so that its text stays short to parse.
+MAX_VARIABLES = 32_766 if sqlite3.sqlite_version_info >= (3, 32, 0) else 999
+MULTI_ROWS = 256
+
 
 @dataclass(frozen=True, slots=True)
 class CompiledInsert:
@@ -31,6 +42,8 @@ class CompiledInsert:
     sql: str
     values: Callable[[dict[str, Any]], tuple[Any, ...]]
     converters: tuple[tuple[int, Callable[[Any], Any]], ...]
+    head: str  # sql up to its VALUES list
+    row_marks: str  # one row's "(?, ?, ...)"
 
     def params(self, row: dict[str, Any]) -> list[Any]:
         values = list(self.values(row))
@@ -47,6 +60,17 @@ class CompiledInsert:
     def many(self, rows: Sequence[dict[str, Any]]) -> tuple[str, list[list[Any]]]:
         """(sql, parameters) of an executemany over rows."""
         return self.sql, [self.params(row) for row in rows]
+
+    def multi(self, rows: Sequence[dict[str, Any]]) -> list[tuple[str, list[list[Any]]]]:
+        """The rows as multi-row INSERTs, each (sql, [parameters]) run once, as few as the
+        statement size limits allow."""
+        per = max(1, min(MULTI_ROWS, MAX_VARIABLES // self.row_marks.count("?")))
+        out: list[tuple[str, list[list[Any]]]] = []
+        for lo in range(0, len(rows), per):
+            chunk = rows[lo : lo + per]
+            sql = self.head + ", ".join([self.row_marks] * len(chunk))
+            out.append((sql, [[v for row in chunk for v in self.params(row)]]))
+        return out
 
 
 def sqlite_utc_text(value: datetime | None) -> str | None:
@@ -78,8 +102,13 @@ def compiled_insert(table: Table, dialect: Any) -> CompiledInsert:
             converters.append((i, sqlite_utc_text))
         elif (convert := column_type.dialect_impl(dialect).bind_processor(dialect)) is not None:
             converters.append((i, convert))
+    head, values, row_marks = compiled.string.rpartition(" VALUES ")
     found = per_table[table.name] = CompiledInsert(
-        compiled.string, operator.itemgetter(*order), tuple(converters)
+        compiled.string,
+        operator.itemgetter(*order),
+        tuple(converters),
+        head + values,
+        row_marks,
     )
     return found
 

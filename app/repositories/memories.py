@@ -240,17 +240,18 @@ class MemoryRepository:
         if conn.dialect.name != "sqlite":
             await conn.execute(insert(MEMORIES), list(rows))
             return
-        # The writer's group commit on SQLite: one executemany on the driver's connection,
-        # inside the session's transaction (begun above). Through SQLAlchemy each row's
-        # bind conversion cost ~11 us and the statement three trips to the driver's thread.
-        sql, params = compiled_insert(MEMORIES, conn.dialect).many(rows)
+        # On SQLite: multi-row INSERTs (an executemany would flush the full-text index at
+        # every row) on the driver's connection, inside the session's transaction (begun
+        # above). Through SQLAlchemy each row's bind conversion cost ~11 us and each
+        # statement three trips to the driver's thread.
         driver = (await conn.get_raw_connection()).driver_connection
         assert driver is not None
-        try:
-            async with driver.executemany(sql, params):
-                pass
-        except sqlite3.Error as exc:
-            raise as_sqlalchemy_error(sql, exc) from exc
+        for sql, params in compiled_insert(MEMORIES, conn.dialect).multi(rows):
+            try:
+                async with driver.execute(sql, params[0]):
+                    pass
+            except sqlite3.Error as exc:
+                raise as_sqlalchemy_error(sql, exc) from exc
 
     async def existing(self, keys: set[tuple[str, str]]) -> set[tuple[str, str]]:
         """Which of these (namespace, id) pairs are taken."""

@@ -592,11 +592,12 @@ async def _run_alone(cmd: _Command) -> None:
 def _direct_statements(
     dialect: Any, memories: list[dict[str, Any]], logs: list[dict[str, Any]]
 ) -> list[tuple[str, Any]]:
-    """A `_direct` batch as SQLite statements, each an executemany: the new memories,
-    then the recall logs as `_log_transitions` writes them."""
+    """A `_direct` batch as SQLite statements, each an executemany: the new memories (in
+    multi-row INSERTs, for their full-text trigger), then the recall logs as
+    `_log_transitions` writes them."""
     statements: list[tuple[str, Any]] = []
     if memories:
-        statements.append(compiled_insert(MEMORIES, dialect).many(memories))
+        statements += compiled_insert(MEMORIES, dialect).multi(memories)
     if logs:
         new = [log["row"] for log in logs]
         links = [(first, ns, task_id, first) for ns, task_id, first in chain(new)]
