@@ -22,6 +22,7 @@ from app.api.openapi import install_openapi
 from app.api.routes import admin, backup, episodes, health, learning, memories, recall, rl
 from app.core.config import Settings, get_settings
 from app.core.metrics import Metrics
+from app.db.checkpoint import Checkpointer
 from app.db.engine import create_engine, create_sessionmaker
 from app.db.migrate import migrate
 from app.services.auth import Authenticator
@@ -53,6 +54,22 @@ def _search_index(engine: AsyncEngine, settings: Settings) -> TermIndex | None:
     if not settings.is_sqlite or not settings.recall.search_index or path in (None, "", ":memory:"):
         return None
     return open_index(path)
+
+
+def _checkpointer(
+    engine: AsyncEngine, settings: Settings, metrics: Metrics | None
+) -> Checkpointer | None:
+    """SQLite (a file): the thread that checkpoints the write-ahead log."""
+    path = engine.url.database
+    interval_ms = settings.sqlite_checkpoint_interval_ms
+    if not settings.is_sqlite or not interval_ms or path in (None, "", ":memory:"):
+        return None
+    return Checkpointer(
+        path,
+        interval_s=interval_ms / 1000,
+        busy_timeout_ms=settings.sqlite_busy_timeout_ms,
+        metrics=metrics,
+    )
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -101,6 +118,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 metrics.ingest_queue.set_function(lambda: writer.queue_depth)
             writer.start()
             search_index = _search_index(engine, settings)
+            checkpointer = _checkpointer(engine, settings, metrics)
+            if checkpointer is not None:
+                checkpointer.start()
             app.state.engram = AppState(
                 settings=settings,
                 engine=engine,
@@ -113,6 +133,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 recall_rng=random.Random(settings.recall.seed),
                 write_lock=write_lock,
                 worker=worker,
+                checkpointer=checkpointer,
             )
             sweeper = asyncio.create_task(_sweep_loop(writer, settings.sweep_interval_s))
             background = [sweeper]
@@ -141,6 +162,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
                 await writer.stop()
+                if checkpointer is not None:
+                    await checkpointer.stop()
                 if search_index is not None:
                     await asyncio.to_thread(close_index, search_index)
         finally:

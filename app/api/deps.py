@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.core.config import Settings
 from app.core.errors import Forbidden, InvalidInput
+from app.db.checkpoint import Checkpointer
 from app.db.engine import transaction
 from app.services import audit
 from app.services.auth import Authenticator, Principal, Role
@@ -44,6 +45,8 @@ class AppState:
     write_lock: asyncio.Lock | None
     # The in-process background worker (None when `engram worker` runs it elsewhere).
     worker: Worker | None = None
+    # SQLite (a file): the thread that checkpoints the write-ahead log.
+    checkpointer: Checkpointer | None = None
 
 
 async def get_state(request: Request) -> AppState:

@@ -128,6 +128,9 @@ class Settings(BaseSettings):
     migrate_on_start: bool = True
     sqlite_synchronous: SQLiteSynchronous = SQLiteSynchronous.FULL
     sqlite_busy_timeout_ms: int = Field(default=5000, ge=0)
+    # The server checkpoints the write-ahead log in a thread of its own this often
+    # (app/db/checkpoint.py); 0 leaves it to commits, as SQLite does by default.
+    sqlite_checkpoint_interval_ms: int = Field(default=1000, ge=0)
     db_pool_size: int = Field(default=10, ge=1)
     # PostgreSQL: a statement waits at most this long for a lock, and runs at most
     # db_statement_timeout_ms; past either, the request is a 503 instead of hanging.

@@ -122,6 +122,17 @@ class Metrics:
         )
         for store in ("sql", "leveldb"):
             self.store_errors.labels(store)  # present at zero: increase() sees the first one
+        self.wal_checkpoint_seconds = Histogram(
+            "engram_sqlite_wal_checkpoint_seconds",
+            "SQLite WAL checkpoints run by the server's checkpoint thread, by duration",
+            buckets=LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.wal_checkpoint_pages = Counter(
+            "engram_sqlite_wal_checkpoint_pages",
+            "Pages those checkpoints copied from the write-ahead log to the database",
+            registry=registry,
+        )
         self.recalls = Counter("engram_recalls", "Recall decisions made", registry=registry)
         self.recall_candidates = Histogram(
             "engram_recall_candidates",

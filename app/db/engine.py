@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import (
 )
 
 from app.core.config import Settings
-from app.db import probe, sqlite_driver
+from app.db import checkpoint, probe, sqlite_driver
 
 WRITE_OPTION = "engram_write"
 
@@ -44,6 +44,8 @@ def _sqlite_engine(settings: Settings) -> AsyncEngine:
     )
     synchronous = settings.sqlite_synchronous.value
     busy_ms = settings.sqlite_busy_timeout_ms
+    # With the server's checkpoint thread, commits checkpoint only past a larger log.
+    autocheckpoint = checkpoint.SAFETY_PAGES if settings.sqlite_checkpoint_interval_ms else 1000
 
     @event.listens_for(engine.sync_engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
@@ -55,6 +57,7 @@ def _sqlite_engine(settings: Settings) -> AsyncEngine:
         cur.execute(f"PRAGMA synchronous={synchronous}")
         cur.execute("PRAGMA foreign_keys=ON")
         cur.execute(f"PRAGMA busy_timeout={busy_ms}")
+        cur.execute(f"PRAGMA wal_autocheckpoint={autocheckpoint}")
         # The tokenizer probe (app/db/probe.py): search learns query terms' stems in it.
         for statement in probe.CREATE:
             cur.execute(statement)
