@@ -4,8 +4,9 @@ on its own and repeated (a 2-core machine shared with others is noisy).
 The server (uvicorn, one worker, SQLite + LevelDB, request logs off as in bench.recall)
 starts over a corpus of --memories already loaded; each round measures GET /health,
 then POST /v1/memories, 32 clients each, and prints the rates, their ratio, the writes
-per group commit and the server's CPU time per request (main thread + other threads: the
-SQLite connections'), which the other processes on the machine disturb less than the rates.
+per group commit, the log pages the server's checkpoint thread copied per write, and the
+server's CPU time per request (main thread + other threads: the SQLite connections'),
+which the other processes on the machine disturb less than the rates.
 
     python -m bench.memory_writes [--memories 10000] [--rounds 3] [--seconds 5]
     python -m bench.memory_writes --profile /tmp/writes.svg   # py-spy over the writes
@@ -55,15 +56,23 @@ def cpu_seconds(pid: int) -> tuple[float, float]:
     return main, other
 
 
-def group_commits(server: EngramServer) -> tuple[float, float]:
-    """Commands and group commits the writer has done so far (from /metrics)."""
-    total = count = 0.0
+def counters(server: EngramServer) -> tuple[float, float, float]:
+    """Commands and group commits the writer has done so far, and WAL pages the
+    checkpoint thread has copied (from /metrics)."""
+    found = dict.fromkeys(
+        (
+            "engram_ingest_batch_size_sum",
+            "engram_ingest_batch_size_count",
+            "engram_sqlite_wal_checkpoint_pages_total",
+        ),
+        0.0,
+    )
     for line in httpx.get(f"{server.url}/metrics", timeout=10).text.splitlines():
-        if line.startswith("engram_ingest_batch_size_sum"):
-            total = float(line.split()[-1])
-        elif line.startswith("engram_ingest_batch_size_count"):
-            count = float(line.split()[-1])
-    return total, count
+        name, _, value = line.partition(" ")
+        if name in found:
+            found[name] = float(value)
+    total, count, pages = found.values()
+    return total, count, pages
 
 
 async def measured(
@@ -83,14 +92,16 @@ async def one_round(
 ) -> tuple[float, float]:
     health = build_request("GET", "/health")
     h, h_cpu = await measured(server, lambda i: health, seconds)
-    done0, batches0 = group_commits(server)
+    done0, batches0, pages0 = counters(server)
     w, w_cpu = await measured(server, lambda i: bodies[i % len(bodies)], seconds)
-    done1, batches1 = group_commits(server)
+    done1, batches1, pages1 = counters(server)
     per_batch = (done1 - done0) / max(1.0, batches1 - batches0)
+    pages = (pages1 - pages0) / max(1.0, done1 - done0)
     bad = {s: n for s, n in w.statuses.items() if s != 201}
     print(
         f"  /health {h.rate:6,.0f}/s ({h_cpu})   writes {w.rate:6,.0f}/s ({w_cpu}, "
-        f"p50 {w.pct(50):4.1f} ms, p99 {w.pct(99):5.1f} ms, {per_batch:4.1f} per commit"
+        f"p50 {w.pct(50):4.1f} ms, p99 {w.pct(99):5.1f} ms, {per_batch:4.1f} per commit, "
+        f"{pages:3.1f} WAL pages checkpointed per write"
         f"{f', not 201: {bad}' if bad else ''})   ratio {w.rate / h.rate:.2f}"
     )
     return h.rate, w.rate

@@ -83,3 +83,21 @@ async def test_transition_upgrade_keeps_rows_and_puts_documents_last(settings: S
         assert stored["completed_at"] == row["completed_at"]
         assert columns[-2:] == ["action", "state"]
         assert columns.index("status") < columns.index("observation_vector")
+
+
+async def test_full_text_index_merges_sixteen_segments_at_a_time(
+    settings: Settings, backend: str
+) -> None:
+    if backend != "sqlite":
+        return  # PostgreSQL's index is a GIN over a tsvector column
+    engine = create_engine(settings)
+    try:
+        await migrate(engine, revision="9d41b7c2e8a5")
+        found = "SELECT v FROM memories_fts_config WHERE k = 'automerge'"
+        async with engine.connect() as conn:
+            assert (await conn.execute(text(found))).scalar() is None  # FTS5's default, 4
+        await migrate(engine)
+        async with engine.connect() as conn:
+            assert (await conn.execute(text(found))).scalar() == 16
+    finally:
+        await engine.dispose()
