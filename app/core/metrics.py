@@ -128,9 +128,9 @@ class Metrics:
             buckets=LATENCY_BUCKETS,
             registry=registry,
         )
-        self.wal_checkpoint_pages = Counter(
-            "engram_sqlite_wal_checkpoint_pages",
-            "Pages those checkpoints copied from the write-ahead log to the database",
+        self.wal_pages = Gauge(
+            "engram_sqlite_wal_pages",
+            "Pages (frames) in SQLite's write-ahead log at the last of those checkpoints",
             registry=registry,
         )
         self.recalls = Counter("engram_recalls", "Recall decisions made", registry=registry)
