@@ -69,7 +69,8 @@ async def test_commits_leave_the_log_to_the_checkpoint_thread(
         assert done.log_pages > 0
         assert done.copied_pages == done.log_pages
         assert await _file_alone_count(settings, tmp_path) == 30
-        assert app.state.metrics.wal_pages._value.get() == done.log_pages
+        registry = app.state.metrics.registry
+        assert registry.get_sample_value("engram_sqlite_wal_pages") == done.log_pages
 
 
 async def test_the_thread_checkpoints_on_its_own(settings: Settings, tmp_path: Path) -> None:
