@@ -95,10 +95,10 @@ class Checkpointer:
             await asyncio.sleep(self._interval_s)
             try:
                 await self.checkpoint()
-            except sqlite3.Error as exc:
-                # Busy (another checkpoint, a restore) or an I/O error: the next round
-                # tries again, and commits checkpoint by themselves past SAFETY_PAGES.
-                log.warning("WAL checkpoint failed", extra={"error": str(exc)})
+            except Exception as exc:  # the loop outlives any one failure
+                # Busy (another checkpoint) or an I/O error: the next round tries again,
+                # and commits checkpoint by themselves past SAFETY_PAGES meanwhile.
+                log.warning("WAL checkpoint failed", extra={"error": repr(exc)})
 
     def _checkpoint(self) -> Outcome:
         if self._conn is None:
