@@ -48,10 +48,18 @@ async def _sweep_loop(writer: EpisodeWriter, interval_s: float) -> None:
         await asyncio.sleep(interval_s)
 
 
+def _sqlite_file(engine: AsyncEngine, settings: Settings) -> str | None:
+    """The SQLite database file's path (None for PostgreSQL or an in-memory database)."""
+    path = engine.url.database
+    if not settings.is_sqlite or path in (None, "", ":memory:"):
+        return None
+    return path
+
+
 def _search_index(engine: AsyncEngine, settings: Settings) -> TermIndex | None:
     """SQLite's in-memory BM25 index of the memories, built in the background."""
-    path = engine.url.database
-    if not settings.is_sqlite or not settings.recall.search_index or path in (None, "", ":memory:"):
+    path = _sqlite_file(engine, settings)
+    if path is None or not settings.recall.search_index:
         return None
     return open_index(path)
 
@@ -60,9 +68,9 @@ def _checkpointer(
     engine: AsyncEngine, settings: Settings, metrics: Metrics | None
 ) -> Checkpointer | None:
     """SQLite (a file): the thread that checkpoints the write-ahead log."""
-    path = engine.url.database
+    path = _sqlite_file(engine, settings)
     interval_ms = settings.sqlite_checkpoint_interval_ms
-    if not settings.is_sqlite or not interval_ms or path in (None, "", ":memory:"):
+    if path is None or not interval_ms:
         return None
     return Checkpointer(
         path,

@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 # Memory writes log 1.2-1.3 pages each (6,124-6,697 pages per 4,992 writes, 32 a commit,
 # on a copy of the 100,000-memory benchmark table).
 SAFETY_PAGES = 10_000
+SQLITE_DEFAULT_PAGES = 1_000  # SQLite's own wal_autocheckpoint
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,7 +45,11 @@ def _sqlite_engine(settings: Settings) -> AsyncEngine:
     synchronous = settings.sqlite_synchronous.value
     busy_ms = settings.sqlite_busy_timeout_ms
     # With the server's checkpoint thread, commits checkpoint only past a larger log.
-    autocheckpoint = checkpoint.SAFETY_PAGES if settings.sqlite_checkpoint_interval_ms else 1000
+    autocheckpoint = (
+        checkpoint.SAFETY_PAGES
+        if settings.sqlite_checkpoint_interval_ms
+        else checkpoint.SQLITE_DEFAULT_PAGES
+    )
 
     @event.listens_for(engine.sync_engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
