@@ -18,10 +18,10 @@ depends_on: str | Sequence[str] | None = None
 
 # Each commit that inserts memories writes a new FTS5 segment, and FTS5 merges a level's
 # segments once it holds `automerge` of them (4 by default), in the commits that follow.
-# Merging 16 at a time rewrites each entry fewer times. On a copy of the 100,000-memory
-# benchmark table, 64,000 inserts 32 a commit: 37.3-39.0 -> 31.8-32.3 µs of SQLite's CPU
-# a row, and the 99th-percentile commit 24-26 ms -> 2.4-2.8 ms. A full-text query visits
-# more segments (20-23 ms either way on that table); searches use the in-memory index.
+# Merging 16 at a time rewrites each entry fewer times. bench.fts_insert (32,000 inserts,
+# 32 a commit, on copies of the 100,000-memory table): 66-72 -> 60-63 µs of CPU a row,
+# and the 99th-percentile commit 19.5-20.6 -> 3.3-3.5 ms. A full-text query visits more
+# segments; searches use the in-memory index.
 AUTOMERGE = 16
 DEFAULT_AUTOMERGE = 4
 
