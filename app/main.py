@@ -10,11 +10,13 @@ import random
 from collections.abc import AsyncIterator
 
 from fastapi import Depends, FastAPI
+from fastapi.middleware.cors import CORSMiddleware
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.api.body import refuse_nul
 from app.api.deps import AppState
 from app.api.errors import install_error_handlers
+from app.api.guard import RequestGuard
 from app.api.metrics import JobDepth
 from app.api.metrics import router as metrics_router
 from app.api.middleware import EngramMiddleware, Load
@@ -185,9 +187,23 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         summary="Self-learning episodic memory for AI agents",
         lifespan=lifespan,
         dependencies=[Depends(refuse_nul)],
+        # Starlette's slash redirect builds its Location from the Host header.
+        redirect_slashes=False,
     )
     install_error_handlers(app)
     install_openapi(app)
+    if settings.cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.cors_origins,
+            allow_methods=["GET", "POST", "DELETE"],
+            allow_headers=["Authorization", "Content-Type", "Idempotency-Key", "X-API-Key"],
+            expose_headers=["Location", "Link", "X-Request-Id", "Idempotent-Replayed"],
+        )
+    # Inside the request-id middleware, so refusals are logged and counted like any answer.
+    app.add_middleware(
+        RequestGuard, allowed_hosts=settings.trusted_hosts, cors_origins=settings.cors_origins
+    )
     app.add_middleware(
         EngramMiddleware,
         max_body_bytes=settings.limits.max_body_bytes,

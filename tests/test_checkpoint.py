@@ -32,7 +32,7 @@ def _db_path(settings: Settings) -> Path:
 
 async def _write_memories(app: FastAPI, n: int) -> None:
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://engram.test") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
         for i in range(n):
             r = await client.post("/v1/memories", json={"type": "fact", "content": f"fact {i}"})
             assert r.status_code == 201, r.text

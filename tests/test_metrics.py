@@ -186,7 +186,7 @@ async def test_an_unhandled_error_is_a_500_counted_under_its_route(app: FastAPI)
 
     app.add_api_route("/v1/broken", broken)
     async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://engram.test"
+        transport=httpx.ASGITransport(app=app), base_url="http://localhost"
     ) as client:
         r = await client.get("/v1/broken", headers={"X-Request-Id": "req-500"})
         assert r.status_code == 500

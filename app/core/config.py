@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import ipaddress
+import re
 from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
+from typing import Annotated, Any
 
-from pydantic import BaseModel, Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+# Names that always reach the service: its own machine.
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
+_ORIGIN = re.compile(r"^https?://[^/\s]+$")
 
 
 class AuthMode(StrEnum):
@@ -125,6 +131,13 @@ class Settings(BaseSettings):
     auth_mode: AuthMode = AuthMode.AUTO
     protected_mode: bool = True
     bootstrap_key: SecretStr | None = None
+    # Host names requests may address (their Host header), comma separated, besides the
+    # loopback names and a specific bound address: a DNS name pointed at this machine by
+    # someone else's page is refused. `*.example.com` allows subdomains, `*` any name.
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # Web origins (scheme://host[:port]) whose pages may call the API from a browser;
+    # none by default, so a page of another site is refused.
+    cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
     migrate_on_start: bool = True
     sqlite_synchronous: SQLiteSynchronous = SQLiteSynchronous.FULL
     sqlite_busy_timeout_ms: int = Field(default=5000, ge=0)
@@ -150,6 +163,34 @@ class Settings(BaseSettings):
     ingest: Ingest = Ingest()
     recall: Recall = Recall()
     learning: Learning = Learning()
+
+    @field_validator("allowed_hosts", "cors_origins", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [item.strip() for item in value.split(",") if item.strip()]
+        return value
+
+    @field_validator("cors_origins")
+    @classmethod
+    def _origins(cls, value: list[str]) -> list[str]:
+        for origin in value:
+            if not _ORIGIN.match(origin):
+                raise ValueError(
+                    f"{origin!r} is not an origin: write scheme://host[:port], e.g. "
+                    "http://localhost:3000 (a wildcard is not accepted)"
+                )
+        return [origin.rstrip("/") for origin in value]
+
+    @property
+    def trusted_hosts(self) -> list[str]:
+        """Host names the service answers to: loopback, the bound address when it is a
+        specific one, and ENGRAM_ALLOWED_HOSTS."""
+        hosts = [*LOOPBACK_HOSTS, *self.allowed_hosts]
+        bound = self.host.strip("[]")
+        if bound not in ("", "0.0.0.0", "::"):
+            hosts.append(bound)
+        return hosts
 
     @property
     def is_sqlite(self) -> bool:

@@ -366,7 +366,7 @@ async def test_a_body_that_arrives_late_is_read(app: FastAPI) -> None:
         await asyncio.sleep(3600)
         return {"type": "http.disconnect"}
 
-    headers = [(b"host", b"engram.test"), (b"content-type", b"application/json")]
+    headers = [(b"host", b"localhost"), (b"content-type", b"application/json")]
     sent = await asgi_request(app, "POST", "/v1/memories", headers, receive)
     assert sent[0]["status"] == 201
     body = orjson.loads(sent[1]["body"])
