@@ -42,7 +42,8 @@ def http(server: EngramServer) -> Iterator[httpx.Client]:
 
 
 def _nothing_planted(http: httpx.Client) -> None:
-    recall = http.post("/v1/recall", json={"task": "build the project", "k": 10, "token_budget": 4000})
+    task = {"task": "build the project", "k": 10, "token_budget": 4000}
+    recall = http.post("/v1/recall", json=task)
     assert recall.status_code == 200, recall.text
     assert all("evil.example" not in m["content"] for m in recall.json()["selected"])
     listed = http.get("/v1/memories", params={"limit": "200"}).json()["items"]
@@ -135,7 +136,8 @@ def test_own_pages_and_local_clients_are_served(http: httpx.Client, server: Engr
     link = {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate"}
     assert http.get("/openapi.json", headers=link).status_code == 200
     with_charset = {"Content-Type": "application/json; charset=utf-8"}
-    r = http.post("/v1/recall", content=orjson.dumps({"task": "lint", "token_budget": 500}), headers=with_charset)
+    lint = orjson.dumps({"task": "lint", "token_budget": 500})
+    r = http.post("/v1/recall", content=lint, headers=with_charset)
     assert r.status_code == 200, r.text
     forget = http.post(f"/v1/memories/{created.json()['id']}/forget")  # no body at all
     assert forget.status_code == 200, forget.text
