@@ -164,6 +164,10 @@ def keys_create(
     namespace: Annotated[str, typer.Option(help="Namespace the key is scoped to")],
     role: Annotated[str, typer.Option(help="reader, agent, admin or operator")] = "agent",
     name: Annotated[str | None, typer.Option(help="A label for the key")] = None,
+    max_sensitivity: Annotated[
+        str,
+        typer.Option(help="Highest memory sensitivity it may read: low, medium, high, restricted"),
+    ] = "high",
 ) -> None:
     """Create a key and print it once; only its hash is stored."""
     import re
@@ -179,12 +183,19 @@ def keys_create(
     except ValueError:
         typer.echo("role: one of reader, agent, admin, operator", err=True)
         raise typer.Exit(2) from None
+    if max_sensitivity not in ("low", "medium", "high", "restricted"):
+        typer.echo("max-sensitivity: one of low, medium, high, restricted", err=True)
+        raise typer.Exit(2)
 
     async def _create(session: AsyncSession) -> tuple[ApiKey, str]:
         from app.services import audit
 
         record, plaintext = await create_key(
-            session, namespace=namespace, role=role_value, name=name
+            session,
+            namespace=namespace,
+            role=role_value,
+            name=name,
+            max_sensitivity=max_sensitivity,
         )
         await audit.record(
             session,
@@ -193,6 +204,7 @@ def keys_create(
             actor=None,
             target=record.id,
             role=role_value.value,
+            max_sensitivity=max_sensitivity,
             name=name,
         )
         return record, plaintext
@@ -201,6 +213,7 @@ def keys_create(
     typer.echo(f"id:        {record.id}", err=True)
     typer.echo(f"namespace: {record.namespace}", err=True)
     typer.echo(f"role:      {record.role}", err=True)
+    typer.echo(f"reads up to: {record.max_sensitivity} sensitivity", err=True)
     typer.echo("The key is shown once; store it now.", err=True)
     typer.echo(plaintext)
 

@@ -121,10 +121,14 @@ async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
 def make_key(app: FastAPI) -> Callable[..., Any]:
     """Create an API key in the running app's database; returns the plaintext."""
 
-    async def _make(namespace: str, role: str = "agent") -> str:
+    async def _make(namespace: str, role: str = "agent", max_sensitivity: str = "high") -> str:
         async with app.state.engram.write_sessions() as session:
             _, plaintext = await create_key(
-                session, namespace=namespace, role=Role(role), name=None
+                session,
+                namespace=namespace,
+                role=Role(role),
+                name=None,
+                max_sensitivity=max_sensitivity,
             )
             await session.commit()
         return plaintext

@@ -8,10 +8,13 @@ CPU per request. Routes that take a body this way declare it in OpenAPI with
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
+from urllib.parse import parse_qsl
 
+import jiter
 import orjson
 from fastapi import Request, Response
 from fastapi.exceptions import RequestValidationError
@@ -32,26 +35,92 @@ _NUL_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
 _NUL_TEXT = b"\\u0000"
 
 
-def _nul_error(source: str) -> RequestValidationError:
-    msg = "the NUL character (\\u0000) is not accepted in text"
-    return RequestValidationError([{"type": "nul", "loc": (source,), "msg": msg}])
+class _Duplicate(dict[str, Any]):
+    """An object that repeated a key (found only on the error path)."""
+
+    key = ""
 
 
-def _has_nul_escape(raw: bytes) -> bool:
-    return _NUL_TEXT in raw and _NUL_ESCAPE.search(raw) is not None
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            found = _Duplicate(seen)
+            found.key = key
+            return found
+        seen[key] = value
+    return seen
+
+
+def _path_to(node: Any, hit: Callable[[Any], tuple[Any, ...] | None]) -> tuple[Any, ...] | None:
+    """The location of the first value for which `hit` gives a location, depth first."""
+    stack: list[tuple[tuple[Any, ...], Any]] = [((), node)]
+    while stack:
+        path, item = stack.pop()
+        found = hit(item)
+        if found is not None:
+            return (*path, *found)
+        if isinstance(item, dict):
+            stack.extend(((*path, k), v) for k, v in reversed(item.items()))
+        elif isinstance(item, list):
+            stack.extend(((*path, i), v) for i, v in reversed(list(enumerate(item))))
+    return None
+
+
+def _nul_at(item: Any) -> tuple[Any, ...] | None:
+    if isinstance(item, str) and "\x00" in item:
+        return ()
+    if isinstance(item, dict):
+        for key in item:
+            if "\x00" in key:
+                return (key,)
+    return None
+
+
+def _duplicate_at(item: Any) -> tuple[Any, ...] | None:
+    return (item.key,) if isinstance(item, _Duplicate) else None
+
+
+def _body_error(raw: bytes) -> RequestValidationError | None:
+    """A NUL character or a repeated key in a JSON body, with the field it is in.
+
+    Both are found cheaply (a byte search, jiter's duplicate check); only a body that has
+    one is parsed a second time, to name its place."""
+    if _NUL_TEXT in raw and _NUL_ESCAPE.search(raw) is not None:
+        kind, msg, hit = "nul", "the NUL character (\\u0000) is not accepted in text", _nul_at
+    else:
+        try:
+            jiter.from_json(raw, catch_duplicate_keys=True, cache_mode=False)
+            return None
+        except ValueError as exc:
+            if "duplicate key" not in str(exc):
+                return None  # not JSON: the model's validation says so
+        kind, msg, hit = "duplicate_key", "this key is given twice in one object", _duplicate_at
+    try:
+        tree = json.loads(raw, object_pairs_hook=_pairs)
+    except ValueError:
+        tree = None
+    loc = _path_to(tree, hit) if tree is not None else None
+    return RequestValidationError([{"type": kind, "loc": ("body", *(loc or ())), "msg": msg}])
 
 
 def _refuse_nul_query(request: Request) -> None:
     query: bytes = request.scope.get("query_string", b"")
     if b"%00" in query or b"\x00" in query:
-        raise _nul_error("query")
+        names = [k for k, v in parse_qsl(query.decode("latin-1")) if "\x00" in k + v]
+        msg = "the NUL character (\\u0000) is not accepted in text"
+        loc = ("query", *names[:1])
+        raise RequestValidationError([{"type": "nul", "loc": loc, "msg": msg}])
 
 
 async def refuse_nul(request: Request) -> None:
-    """Refuse NUL characters in the query string and in a JSON body (422)."""
+    """Refuse NUL characters in the query string, and NULs or repeated keys in a JSON
+    body (422 naming the field)."""
     _refuse_nul_query(request)
-    if request.method in ("POST", "PUT", "PATCH") and _has_nul_escape(await request.body()):
-        raise _nul_error("body")
+    if request.method in ("POST", "PUT", "PATCH"):
+        error = _body_error(await request.body())
+        if error is not None:
+            raise error
 
 
 async def read_body(request: Request) -> bytes:
@@ -90,8 +159,9 @@ async def parse_body(request: Request, adapter: TypeAdapter[M] | type[BaseModel]
     DirectRoute: the body is read here, once."""
     _refuse_nul_query(request)
     raw = await read_body(request)
-    if _has_nul_escape(raw):
-        raise _nul_error("body")
+    error = _body_error(raw)
+    if error is not None:
+        raise error
     try:
         if isinstance(adapter, TypeAdapter):
             return adapter.validate_json(raw)

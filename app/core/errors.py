@@ -7,12 +7,18 @@ from typing import Any
 from pydantic import BaseModel
 
 
+class FieldError(BaseModel):
+    field: str
+    message: str
+
+
 class ErrorModel(BaseModel):
-    """The one error shape."""
+    """The one error shape (a 422 always lists its errors)."""
 
     error: str
     detail: str
     field: str | None = None
+    errors: list[FieldError] | None = None
 
 
 class AppError(Exception):
@@ -60,6 +66,14 @@ class PayloadTooLarge(AppError):
 
 class InvalidInput(AppError):
     status_code = 422
+
+    def body(self) -> dict[str, Any]:
+        # Every 422 lists its errors, as a request's validation errors do.
+        body = super().body()
+        field = body.setdefault("field", "body")
+        message = self.message.removeprefix(f"{field}: ")
+        body.setdefault("errors", [{"field": field, "message": message}])
+        return body
 
 
 class StoreUnavailable(AppError):

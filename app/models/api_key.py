@@ -16,6 +16,8 @@ class ApiKey(Base):
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
     namespace: Mapped[str] = mapped_column(String(64))
     role: Mapped[str] = mapped_column(String(16))
+    # The highest memory sensitivity the key may read (recall, search, listings).
+    max_sensitivity: Mapped[str] = mapped_column(String(16), server_default="high")
     name: Mapped[str | None] = mapped_column(String(256))
     prefix: Mapped[str] = mapped_column(String(16))
     key_hash: Mapped[str] = mapped_column(String(64), unique=True)

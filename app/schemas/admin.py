@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from app.schemas.common import NAMESPACE_PATTERN
+from app.schemas.memory import Sensitivity
 
 KeyRole = Literal["reader", "agent", "admin", "operator"]
 
@@ -21,12 +22,20 @@ class KeyCreate(BaseModel):
         default=None,
         description="The key's namespace; only an operator may name one other than its own",
     )
+    max_sensitivity: Sensitivity = Field(
+        default=Sensitivity.HIGH,
+        description=(
+            "The highest memory sensitivity the key may read: its requests are capped at it "
+            "and listings redact the content of memories above it. At most the creator's own."
+        ),
+    )
 
 
 class KeyRead(BaseModel):
     id: str
     namespace: str
     role: KeyRole
+    max_sensitivity: Sensitivity
     name: str | None
     prefix: str = Field(description="The key's first characters, to recognise it")
     created_at: datetime

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, AwareDatetime, BeforeValidator, Field, StringConstraints
@@ -72,6 +72,19 @@ def _iso_8601(value: Any) -> Any:
 
 # Every timestamp the API takes: ISO 8601, timezone-aware, stored and compared in UTC.
 Timestamp = Annotated[AwareDatetime, BeforeValidator(_iso_8601), AfterValidator(_in_utc)]
+
+# Clocks of the machines that report events drift; beyond this, a time is a mistake.
+CLOCK_SKEW = timedelta(days=1)
+
+
+def _not_future(value: datetime) -> datetime:
+    if value > datetime.now(UTC) + CLOCK_SKEW:
+        raise ValueError("in the future: a time something happened cannot be later than now")
+    return value
+
+
+# When something happened (an episode's start, a step): not in the future.
+EventTime = Annotated[Timestamp, AfterValidator(_not_future)]
 
 
 _IDENT = re.compile(IDENT_PATTERN)

@@ -6,16 +6,24 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from app.schemas.common import (
     MAX_LATENCY_MS,
     MAX_TOKENS,
+    EventTime,
     Ident,
     JsonObject,
     JsonValue,
     Name,
-    Timestamp,
     storable,
 )
 
@@ -45,6 +53,21 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
+def _progress_fits_outcome(cls: type[BaseModel], value: float | None, info: ValidationInfo) -> Any:
+    """A success got all the way (1), a partial some of it (between 0 and 1), a failure
+    or an abstention not all of it (below 1)."""
+    outcome = info.data.get("outcome")
+    if value is None or outcome is None:
+        return value
+    if outcome == Outcome.SUCCESS and value != 1:
+        raise ValueError("a success has progress 1 (leave it out, or report a partial)")
+    if outcome == Outcome.PARTIAL and not 0 < value < 1:
+        raise ValueError("a partial outcome has progress between 0 and 1")
+    if outcome in (Outcome.FAILURE, Outcome.ABSTAINED) and value == 1:
+        raise ValueError(f"a {outcome.value} has progress below 1 (progress 1 is a success)")
+    return value
+
+
 class StepCreate(Strict):
     action: Name
     tool: Name | None = None
@@ -54,7 +77,7 @@ class StepCreate(Strict):
     error: str | None = None
     latency_ms: float | None = Field(default=None, ge=0, le=MAX_LATENCY_MS)
     tokens: int | None = Field(default=None, ge=0, le=MAX_TOKENS)
-    started_at: Timestamp | None = None
+    started_at: EventTime | None = None
     metadata: JsonObject = Field(default_factory=dict)
 
 
@@ -86,9 +109,11 @@ class EpisodeCreate(Strict):
     verdict: str | None = None
     progress: float | None = Field(default=None, ge=0, le=1, description="Fraction completed")
     skills_applied: list[Name] = Field(default_factory=list, max_length=64)
-    started_at: Timestamp | None = None
-    ended_at: Timestamp | None = None
+    started_at: EventTime | None = None
+    ended_at: EventTime | None = None
     metadata: JsonObject = Field(default_factory=dict)
+
+    _progress = field_validator("progress")(_progress_fits_outcome)
 
     @model_validator(mode="after")
     def _normalise(self) -> EpisodeCreate:
@@ -115,7 +140,9 @@ class EpisodeComplete(Strict):
     outcome: Outcome
     verdict: str | None = None
     progress: float | None = Field(default=None, ge=0, le=1)
-    ended_at: Timestamp | None = None
+    ended_at: EventTime | None = None
+
+    _progress = field_validator("progress")(_progress_fits_outcome)
 
 
 class StepRead(BaseModel):

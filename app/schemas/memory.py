@@ -6,7 +6,16 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    model_validator,
+)
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from app.schemas.common import Ident, JsonObject, Timestamp
 
@@ -46,7 +55,34 @@ SENSITIVITY_ORDER = [s.value for s in Sensitivity]
 
 ScopeKey = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,31}$")]
 ScopeValue = Annotated[str, StringConstraints(min_length=1, max_length=256)]
-Scope = Annotated[dict[ScopeKey, ScopeValue], Field(max_length=16)]
+# A scope's level, and the id a level other than global needs beside it.
+SCOPE_LEVELS = {"global": None, "session": "session_id", "task": "task_id"}
+
+
+def _scope_error(kind: str, message: str, key: str, value: Any, **ctx: Any) -> ValidationError:
+    # Raised as a ValidationError of its own, so the error's place is the key inside the
+    # scope (scope.level), not the whole scope.
+    error = PydanticCustomError(kind, message, ctx)
+    return ValidationError.from_exception_data(
+        "Scope", [InitErrorDetails(type=error, loc=(key,), input=value)]
+    )
+
+
+def _scope(scope: dict[str, str]) -> dict[str, str]:
+    level = scope.get("level")
+    if level is None:
+        return scope
+    if level not in SCOPE_LEVELS:
+        message = "not a scope level: {level} (one of global, session, task)"
+        raise _scope_error("scope_level", message, "level", level, level=level)
+    needed = SCOPE_LEVELS[level]
+    if needed is not None and needed not in scope:
+        message = "a {level}-level scope needs its {needed}"
+        raise _scope_error("scope_id_missing", message, needed, scope, level=level, needed=needed)
+    return scope
+
+
+Scope = Annotated[dict[ScopeKey, ScopeValue], Field(max_length=16), AfterValidator(_scope)]
 Unit = Annotated[float, Field(ge=0, le=1)]
 
 
@@ -110,6 +146,11 @@ class MemoryRead(BaseModel):
     reward_mean: float | None
     created_at: datetime
     updated_at: datetime
+    redacted: bool = Field(
+        default=False,
+        description="Content and metadata withheld: the memory is more sensitive than the "
+        "key may read",
+    )
 
 
 class MemoryPage(BaseModel):

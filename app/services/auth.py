@@ -20,12 +20,15 @@ from app.core.config import AuthMode, Settings
 from app.core.errors import Forbidden, StartupRefused, Unauthorized
 from app.models import ApiKey
 from app.repositories.api_keys import ApiKeyRepository
+from app.schemas.memory import SENSITIVITY_ORDER
 from app.services.ids import uuid7
 from app.services.ratelimit import RateLimiter
 
 log = logging.getLogger("engram.auth")
 KEY_PREFIX = "egk_"
 DEFAULT_NAMESPACE = "default"
+# A key reads everything but restricted memories unless created with more.
+DEFAULT_KEY_SENSITIVITY = "high"
 T = TypeVar("T")
 
 
@@ -46,6 +49,16 @@ class Principal:
     namespace: str
     role: Role
     key_id: str | None  # None in open mode
+    # The highest memory sensitivity this caller may read: requests are capped at it, and
+    # listings redact the content of memories above it.
+    max_sensitivity: str = "restricted"
+
+    def sensitivity_cap(self, asked: str) -> str:
+        """The lower of what a request asks for and what the key may read."""
+        return min(asked, self.max_sensitivity, key=SENSITIVITY_ORDER.index)
+
+    def may_read(self, sensitivity: str) -> bool:
+        return SENSITIVITY_ORDER.index(sensitivity) <= SENSITIVITY_ORDER.index(self.max_sensitivity)
 
     def at_least(self, role: Role) -> bool:
         return _RANK[self.role] >= _RANK[role]
@@ -76,7 +89,13 @@ def new_key() -> str:
 
 
 async def create_key(
-    session: AsyncSession, *, namespace: str, role: Role, name: str | None, key: str | None = None
+    session: AsyncSession,
+    *,
+    namespace: str,
+    role: Role,
+    name: str | None,
+    key: str | None = None,
+    max_sensitivity: str = DEFAULT_KEY_SENSITIVITY,
 ) -> tuple[ApiKey, str]:
     """Store a new key (hashed) and return it with its plaintext, which is never stored."""
     plaintext = key or new_key()
@@ -84,6 +103,7 @@ async def create_key(
         id=uuid7(),
         namespace=namespace,
         role=role.value,
+        max_sensitivity=max_sensitivity,
         name=name,
         prefix=plaintext[:12],
         key_hash=hash_key(plaintext),
@@ -230,7 +250,9 @@ class Authenticator:
             record = await ApiKeyRepository(session).by_hash(digest)
         principal = None
         if record is not None and hmac.compare_digest(record.key_hash, digest):
-            principal = Principal(record.namespace, Role(record.role), record.id)
+            principal = Principal(
+                record.namespace, Role(record.role), record.id, record.max_sensitivity
+            )
         if len(self._cache) > 10_000:
             self._cache.clear()
         self._cache[digest] = (now, principal)

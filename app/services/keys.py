@@ -38,8 +38,18 @@ class KeyService:
         role = Role(body.role)
         if not principal.at_least(role):
             raise Forbidden(f"a {principal.role.value} key cannot create {role.value} keys")
+        if not principal.may_read(body.max_sensitivity.value):
+            raise Forbidden(
+                f"a key that reads up to {principal.max_sensitivity} cannot create one that "
+                f"reads {body.max_sensitivity.value} memories",
+                field="max_sensitivity",
+            )
         record, plaintext = await create_key(
-            self.session, namespace=namespace, role=role, name=body.name
+            self.session,
+            namespace=namespace,
+            role=role,
+            name=body.name,
+            max_sensitivity=body.max_sensitivity.value,
         )
         await audit.record(
             self.session,
@@ -49,6 +59,7 @@ class KeyService:
             target=record.id,
             client=self.client,
             role=role.value,
+            max_sensitivity=body.max_sensitivity.value,
             name=body.name,
         )
         return KeyCreated(**to_read(record).model_dump(), key=plaintext)

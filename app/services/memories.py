@@ -52,17 +52,20 @@ def derived_status(memory: MemoryRecord, *, now: datetime) -> str:
     return status_at(memory.status, memory.valid_until, now=now)
 
 
-def to_read(memory: MemoryRecord, *, now: datetime) -> MemoryRead:
+def readable(sensitivity: str, ceiling: str) -> bool:
+    return SENSITIVITY_ORDER.index(sensitivity) <= SENSITIVITY_ORDER.index(ceiling)
+
+
+def to_read(memory: MemoryRecord, *, now: datetime, ceiling: str = "restricted") -> MemoryRead:
+    """The memory as a reader sees it: content and metadata withheld when it is more
+    sensitive than `ceiling`, the highest sensitivity the reader's key may read."""
     status = derived_status(memory, now=now)
     mean = memory.reward_sum / memory.reward_count if memory.reward_count else None
-    return MemoryRead.model_validate(
-        {
-            **{c: getattr(memory, c) for c in MemoryRead.model_fields if hasattr(memory, c)},
-            "metadata": memory.metadata_,
-            "status": status,
-            "reward_mean": mean,
-        }
-    )
+    fields = {c: getattr(memory, c) for c in MemoryRead.model_fields if hasattr(memory, c)}
+    fields |= {"metadata": memory.metadata_, "status": status, "reward_mean": mean}
+    if not readable(memory.sensitivity, ceiling):
+        fields |= {"content": "", "metadata": {}, "redacted": True}
+    return MemoryRead.model_validate(fields)
 
 
 def check_limits(data: MemoryFields, limits: Limits) -> None:
@@ -154,14 +157,22 @@ async def create_memory(
     row |= {"type": data.type.value, "scope": dict(data.scope)}
     stored = await writer.create_memory(row, client_id=data.id is not None)
     status = status_at(stored["status"], stored["valid_until"], now=now)
-    read = {**stored, "status": status, "reward_mean": None}
+    read = {**stored, "status": status, "reward_mean": None, "redacted": False}
     return {name: read[name] for name in _READ_FIELDS}
 
 
 class MemoryService:
-    def __init__(self, session: AsyncSession, *, limits: Limits) -> None:
+    def __init__(
+        self, session: AsyncSession, *, limits: Limits, ceiling: str = "restricted"
+    ) -> None:
+        """`ceiling`: the highest sensitivity the caller may read (search is capped at it,
+        other answers redact what is above it)."""
         self.repo = MemoryRepository(session)
         self.limits = limits
+        self.ceiling = ceiling
+
+    def _read(self, memory: MemoryRecord, *, now: datetime) -> MemoryRead:
+        return to_read(memory, now=now, ceiling=self.ceiling)
 
     async def _require(self, namespace: str, memory_id: str) -> Memory:
         memory = await self.repo.get(namespace, memory_id)
@@ -171,7 +182,7 @@ class MemoryService:
 
     async def get(self, namespace: str, memory_id: str) -> MemoryRead:
         memory = await self._require(namespace, memory_id)
-        return to_read(memory, now=datetime.now(UTC))
+        return self._read(memory, now=datetime.now(UTC))
 
     async def list(
         self, namespace: str, filters: MemoryFilters, *, cursor: str | None, limit: int
@@ -181,14 +192,14 @@ class MemoryService:
         after = pagination.after(cursor)
         rows = await self.repo.list(namespace, filters, now=now, after=after, limit=limit + 1)
         rows, next_cursor = pagination.cut(rows, limit)
-        return MemoryPage(items=[to_read(m, now=now) for m in rows], next_cursor=next_cursor)
+        return MemoryPage(items=[self._read(m, now=now) for m in rows], next_cursor=next_cursor)
 
     async def _transition(
         self, namespace: str, memory_id: str, *, allowed: tuple[str, ...], target: str
     ) -> MemoryRead:
         memory = await self._require(namespace, memory_id)
         if memory.status == target:
-            return to_read(memory, now=datetime.now(UTC))  # repeating it changes nothing
+            return self._read(memory, now=datetime.now(UTC))  # repeating it changes nothing
         now = datetime.now(UTC)
         values = {"status": target, "updated_at": now}
         if not await self.repo.transition(
@@ -199,7 +210,7 @@ class MemoryService:
                 field="status",
             )
         await self.repo.session.refresh(memory)
-        return to_read(memory, now=now)
+        return self._read(memory, now=now)
 
     async def forget(self, namespace: str, memory_id: str) -> MemoryRead:
         """Soft delete: kept for history, never recalled again."""
@@ -256,7 +267,8 @@ class MemoryService:
         terms = query_terms(data.query)
         if not terms:
             return MemorySearchResult(query_terms=[], hits=[])
-        allowed = SENSITIVITY_ORDER[: SENSITIVITY_ORDER.index(data.max_sensitivity.value) + 1]
+        cap = min(data.max_sensitivity.value, self.ceiling, key=SENSITIVITY_ORDER.index)
+        allowed = SENSITIVITY_ORDER[: SENSITIVITY_ORDER.index(cap) + 1]
         filters = MemoryFilters(
             types=[t.value for t in data.types] if data.types else None,
             statuses=[s.value for s in data.statuses],
@@ -267,7 +279,7 @@ class MemoryService:
         rows = await self.repo.search(namespace, terms, filters, now=now, limit=data.limit)
         hits = [
             MemoryHit(
-                memory=to_read(memory, now=now),
+                memory=self._read(memory, now=now),
                 score=parts["score"],
                 parts=ScoreParts(
                     text=parts["text"],

@@ -24,6 +24,7 @@ from app.repositories.memories import (
     MemoryRepository,
     MemoryUsageRepository,
 )
+from app.schemas.memory import SENSITIVITY_ORDER
 from app.schemas.recall import (
     PolicyRef,
     RecalledMemory,
@@ -74,7 +75,8 @@ class RecallService:
     async def _candidates(
         self, namespace: str, req: RecallRequest, now: datetime
     ) -> list[tuple[MemoryRecord, float, int]]:
-        """(memory, retrieval score, rank): text matches of any status, then constraints."""
+        """(memory, retrieval score, rank): text matches of any status, then constraints,
+        each the best among the memories that apply to the request's scope."""
         types = [t.value for t in req.types] if req.types else None
         found: dict[str, tuple[MemoryRecord, float, int]] = {}
         terms = query_terms(req.task)
@@ -82,7 +84,7 @@ class RecallService:
             hits = await self.memories.search(
                 namespace,
                 terms,
-                MemoryFilters(types=types),
+                MemoryFilters(types=types, applies_to=req.scope),
                 now=now,
                 limit=self.settings.max_candidates,
             )
@@ -90,12 +92,22 @@ class RecallService:
                 found[memory.id] = (memory, parts["text"], rank)
         if types is None or "constraint" in types:
             limit = self.settings.max_constraints
-            for memory in await self.usage.top_constraints(namespace, now=now, limit=limit):
+            constraints = await self.usage.top_constraints(
+                namespace, now=now, limit=limit, applies_to=req.scope
+            )
+            for memory in constraints:
                 found.setdefault(memory.id, (memory, 0.0, 0))
+        # The searches applied the scope already; the same predicate in Python, which
+        # costs little, keeps their SQL and index versions from drifting from it.
         return [c for c in found.values() if scope_compatible(c[0].scope, req.scope)]
 
-    async def choose(self, namespace: str, req: RecallRequest) -> Choice:
-        """Select memories under the token budget (reads only; `log` records the decision)."""
+    async def choose(
+        self, namespace: str, req: RecallRequest, *, ceiling: str = "restricted"
+    ) -> Choice:
+        """Select memories under the token budget (reads only; `log` records the decision).
+
+        `ceiling` is the highest sensitivity the caller may read: the request's own
+        `max_sensitivity` is capped at it."""
         now = datetime.now(UTC)
         found = await self._candidates(namespace, req, now)
         by_id = {m.id: (m, score, rank) for m, score, rank in found}
@@ -118,7 +130,7 @@ class RecallService:
             candidates,
             token_budget=req.token_budget,
             k=req.k,
-            max_sensitivity=req.max_sensitivity.value,
+            max_sensitivity=min(req.max_sensitivity.value, ceiling, key=SENSITIVITY_ORDER.index),
             epsilon=self.settings.epsilon,
             rng=self.rng,
         )

@@ -143,21 +143,26 @@ async def test_nan_and_infinity_are_not_json(
 
 
 @pytest.mark.parametrize(
-    ("path", "body"),
+    ("path", "body", "field"),
     [
-        ("/v1/episodes", {"task_id": "a\u0000b"}),
-        ("/v1/episodes", {"task_id": "t", "steps": [{"action": "a", "input": {"k\u0000": 1}}]}),
-        ("/v1/memories", {"type": "fact", "content": "x\u0000y"}),
-        ("/v1/memories/search", {"query": "x\u0000y"}),
-        ("/v1/recall", {"task": "x\u0000y", "token_budget": 10}),
-        ("/v1/rewards", {"task_id": "a\u0000b", "value": 1}),
+        ("/v1/episodes", {"task_id": "a\u0000b"}, "task_id"),
+        (
+            "/v1/episodes",
+            {"task_id": "t", "steps": [{"action": "a", "input": {"k\u0000": 1}}]},
+            "steps[0].input.k\u0000",
+        ),
+        ("/v1/memories", {"type": "fact", "content": "x\u0000y"}, "content"),
+        ("/v1/memories/search", {"query": "x\u0000y"}, "query"),
+        ("/v1/recall", {"task": "x\u0000y", "token_budget": 10}, "task"),
+        ("/v1/rewards", {"task_id": "a\u0000b", "value": 1}, "task_id"),
     ],
 )
 async def test_nul_characters_are_refused_before_any_write(
-    client: httpx.AsyncClient, path: str, body: dict[str, Any]
+    client: httpx.AsyncClient, path: str, body: dict[str, Any], field: str
 ) -> None:
-    # PostgreSQL stores NUL in neither text nor jsonb; refused alike on every backend.
-    assert_invalid(await client.post(path, json=body), "body")
+    # PostgreSQL stores NUL in neither text nor jsonb; refused alike on every backend, and
+    # the answer names the field that holds it.
+    assert_invalid(await client.post(path, json=body), field)
     assert (await client.get("/v1/episodes")).json()["items"] == []
     assert (await client.get("/v1/memories")).json()["items"] == []
 
@@ -166,7 +171,7 @@ async def test_nul_in_a_query_is_refused_and_an_escaped_backslash_is_text(
     client: httpx.AsyncClient,
 ) -> None:
     for path in ("/v1/episodes", "/v1/patterns", "/v1/rewards", "/health"):
-        assert_invalid(await client.get(path, params={"task_id": "a\u0000b"}), "query")
+        assert_invalid(await client.get(path, params={"task_id": "a\u0000b"}), "task_id")
     text = "a literal \\u0000 is six characters"
     r = await client.post("/v1/memories", json={"type": "fact", "content": text})
     assert r.status_code == 201, r.text

@@ -33,6 +33,7 @@ from app.schemas.memory import (
     Sensitivity,
 )
 from app.services import memories as memory_service
+from app.services.auth import Principal
 from app.services.memories import MemoryService
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
@@ -44,8 +45,10 @@ def _memory_id(value: str) -> str:
     return stored_ident(value, what="memory")
 
 
-def _service(session: SessionDep | WriteSessionDep, settings: SettingsDep) -> MemoryService:
-    return MemoryService(session, limits=settings.limits)
+def _service(
+    session: SessionDep | WriteSessionDep, settings: SettingsDep, principal: Principal
+) -> MemoryService:
+    return MemoryService(session, limits=settings.limits, ceiling=principal.max_sensitivity)
 
 
 async def create_memory(request: Request) -> Response:
@@ -107,7 +110,7 @@ async def list_memories(
         sensitivities=[s.value for s in sensitivity] if sensitivity else None,
         scope=scope_filter or None,
     )
-    return await _service(session, settings).list(
+    return await _service(session, settings, principal).list(
         principal.namespace, filters, cursor=cursor, limit=size
     )
 
@@ -117,7 +120,7 @@ async def search_memories(
     body: MemorySearch, principal: ReaderDep, session: SessionDep, settings: SettingsDep
 ) -> MemorySearchResult:
     """Ranked full-text search (BM25 / ts_rank with criticality, confidence, value, staleness)."""
-    return await _service(session, settings).search(principal.namespace, body)
+    return await _service(session, settings, principal).search(principal.namespace, body)
 
 
 @router.get("/{memory_id}", response_model=MemoryRead, responses=error_responses(401, 404, 503))
@@ -125,7 +128,9 @@ async def get_memory(
     memory_id: MemoryId, principal: ReaderDep, session: SessionDep, settings: SettingsDep
 ) -> MemoryRead:
     """One memory."""
-    return await _service(session, settings).get(principal.namespace, _memory_id(memory_id))
+    return await _service(session, settings, principal).get(
+        principal.namespace, _memory_id(memory_id)
+    )
 
 
 _LIFECYCLE = error_responses(401, 403, 404, 409, 503)
@@ -136,7 +141,9 @@ async def forget_memory(
     memory_id: MemoryId, principal: AgentDep, session: WriteSessionDep, settings: SettingsDep
 ) -> MemoryRead:
     """Soft delete: kept for history, never recalled again."""
-    return await _service(session, settings).forget(principal.namespace, _memory_id(memory_id))
+    return await _service(session, settings, principal).forget(
+        principal.namespace, _memory_id(memory_id)
+    )
 
 
 @router.post("/{memory_id}/quarantine", response_model=MemoryRead, responses=_LIFECYCLE)
@@ -144,7 +151,7 @@ async def quarantine_memory(
     memory_id: MemoryId, principal: AgentDep, session: WriteSessionDep, settings: SettingsDep
 ) -> MemoryRead:
     """Mark as suspect: recall offers it only for re-verification."""
-    service = _service(session, settings)
+    service = _service(session, settings, principal)
     return await service.quarantine(principal.namespace, _memory_id(memory_id))
 
 
@@ -153,7 +160,9 @@ async def restore_memory(
     memory_id: MemoryId, principal: AgentDep, session: WriteSessionDep, settings: SettingsDep
 ) -> MemoryRead:
     """Bring a quarantined memory back."""
-    return await _service(session, settings).restore(principal.namespace, _memory_id(memory_id))
+    return await _service(session, settings, principal).restore(
+        principal.namespace, _memory_id(memory_id)
+    )
 
 
 @router.post(
@@ -170,5 +179,5 @@ async def supersede_memory(
     settings: SettingsDep,
 ) -> MemoryRead:
     """Replace with a new version (returned); the old one becomes superseded, atomically."""
-    service = _service(session, settings)
+    service = _service(session, settings, principal)
     return await service.supersede(principal.namespace, _memory_id(memory_id), body)

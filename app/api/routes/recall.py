@@ -37,7 +37,7 @@ async def recall(request: Request) -> Response:
         service = RecallService(
             session, writer=state.writer, settings=state.settings.recall, rng=state.recall_rng
         )
-        choice = await service.choose(principal.namespace, body)
+        choice = await service.choose(principal.namespace, body, ceiling=principal.max_sensitivity)
         await session.commit()
     # Logged once the read connection is back in the pool, which the writer draws on too.
     result = await service.log(choice)
