@@ -15,7 +15,7 @@ from sqlalchemy import text
 from app.core.errors import Conflict
 from app.repositories.memories import MemoryUsageRepository
 from app.repositories.rl import TransitionRepository
-from app.services.episode_writer import EpisodeWriter
+from app.services.episode_writer import EpisodeWriter, Replayed
 from app.services.memories import new_memory
 from tests.conftest import thread_calls
 
@@ -167,6 +167,6 @@ async def test_a_taken_id_fails_alone(app: FastAPI) -> None:
         return_exceptions=True,
     )
     assert isinstance(results[1], Conflict)
-    assert [r["id"] for r in results if isinstance(r, dict)] == ["free-1", "free-2"]
+    assert [r.row["id"] for r in results if isinstance(r, Replayed)] == ["free-1", "free-2"]
     rows = await _rows(app, "memories", "free-1", "free-2", "taken")
     assert rows["taken"]["content"] == "memory taken"

@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import random
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Annotated
 
@@ -25,6 +25,7 @@ from app.services import audit
 from app.services.auth import Authenticator, Principal, Role
 from app.services.episode_writer import EpisodeWriter
 from app.services.episodes import EpisodeService
+from app.services.idempotency import KeyLocks
 from app.storage.blobs import BlobStore
 from app.worker.runner import Worker
 
@@ -47,6 +48,8 @@ class AppState:
     worker: Worker | None = None
     # SQLite (a file): the thread that checkpoints the write-ahead log.
     checkpointer: Checkpointer | None = None
+    # Requests under one Idempotency-Key, one at a time.
+    key_locks: KeyLocks = field(default_factory=KeyLocks)
 
 
 async def get_state(request: Request) -> AppState:

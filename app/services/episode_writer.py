@@ -53,6 +53,19 @@ GATHER_IDLE_ROUNDS = 10
 GATHER_MAX_ROUNDS = 64
 
 T = TypeVar("T")
+# What a request to create a memory sets: a repeat with the same values is a retry.
+MEMORY_REQUEST_FIELDS = (
+    "type",
+    "scope",
+    "content",
+    "confidence",
+    "sensitivity",
+    "criticality",
+    "valid_from",
+    "valid_until",
+    "source_refs",
+    "metadata",
+)
 
 
 @dataclass(slots=True)
@@ -82,7 +95,8 @@ class _Batch:
     puts: dict[bytes, bytes] = field(default_factory=dict)
     reused: list[Key] = field(default_factory=list)  # new episodes with client-chosen ids
     memories: list[dict[str, Any]] = field(default_factory=list)
-    memory_ids: set[Key] = field(default_factory=set)
+    # Memories with a chosen id (or an idempotency key): the stored or batched row per id.
+    memory_rows: dict[Key, dict[str, Any]] = field(default_factory=dict)
     transitions: list[dict[str, Any]] = field(default_factory=list)
     results: list[tuple[asyncio.Future[Any], Any]] = field(default_factory=list)
 
@@ -156,12 +170,11 @@ class EpisodeWriter:
         result: dict[str, Any] = await self._submit("complete", key, values)
         return result
 
-    async def create_memory(self, row: dict[str, Any], *, client_id: bool) -> dict[str, Any]:
-        """Insert a memory row in the next group commit (a chosen id that exists: 409)."""
+    async def create_memory(self, row: dict[str, Any], *, client_id: bool) -> Replayed:
+        """Insert a memory row in the next group commit. A chosen id that exists is the
+        first result replayed when the memory is the same, a 409 when it differs."""
         key = (row["namespace"], row["id"])
-        result: dict[str, Any] = await self._submit(
-            "memory", key, {"row": row, "client_id": client_id}
-        )
+        result: Replayed = await self._submit("memory", key, {"row": row, "client_id": client_id})
         return result
 
     async def log_transition(self, row: dict[str, Any], *, selected: list[str]) -> None:
@@ -353,7 +366,7 @@ class EpisodeWriter:
 
     async def _load(self, session: AsyncSession, commands: list[_Command], batch: _Batch) -> None:
         chosen = {c.key for c in commands if c.kind == "memory" and c.data["client_id"]}
-        batch.memory_ids = await MemoryRepository(session).existing(chosen)
+        batch.memory_rows = await MemoryRepository(session).existing(chosen)
         repo = EpisodeRepository(session)
         commands = [c for c in commands if c.kind in EPISODE_KINDS]
         keys = {c.key for c in commands if c.kind != "create" or c.data.client_id}
@@ -450,11 +463,22 @@ class EpisodeWriter:
         )
 
     def _decide_memory(self, batch: _Batch, cmd: _Command) -> None:
-        if cmd.key in batch.memory_ids:
-            raise Conflict(f"memory {cmd.key[1]!r} already exists", field="id")
-        batch.memory_ids.add(cmd.key)
-        batch.memories.append(cmd.data["row"])
-        batch.results.append((cmd.future, cmd.data["row"]))
+        row = cmd.data["row"]
+        existing = batch.memory_rows.get(cmd.key)
+        if existing is not None:
+            if any(existing[name] != row[name] for name in MEMORY_REQUEST_FIELDS):
+                raise Conflict(
+                    f"memory {cmd.key[1]!r} exists with different content (a chosen id or "
+                    "an Idempotency-Key names one memory)",
+                    field="id",
+                    id=cmd.key[1],
+                )
+            batch.results.append((cmd.future, Replayed(existing, replayed=True)))
+            return
+        if cmd.data["client_id"]:
+            batch.memory_rows[cmd.key] = row
+        batch.memories.append(row)
+        batch.results.append((cmd.future, Replayed(row, replayed=False)))
 
     def _decide_transition(self, batch: _Batch, cmd: _Command) -> None:
         batch.transitions.append(cmd.data)

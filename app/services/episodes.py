@@ -9,7 +9,7 @@ import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.config import Limits
-from app.core.errors import InvalidInput, NotFound, PayloadTooLarge
+from app.core.errors import NotFound, PayloadTooLarge
 from app.repositories.episodes import EpisodeFilters, EpisodeRepository
 from app.schemas.episode import (
     EpisodeComplete,
@@ -24,10 +24,9 @@ from app.schemas.episode import (
 from app.services import pagination
 from app.services.episode_records import build_episode, prepare_steps
 from app.services.episode_writer import EpisodeWriter, Replayed
+from app.services.idempotency import checked_key
 from app.services.ids import uuid7
 from app.storage.blobs import BlobStore, episode_prefix, parse_episode_key
-
-IDEMPOTENCY_KEY_MAX = 256
 
 
 class EpisodeService:
@@ -42,10 +41,7 @@ class EpisodeService:
         self, namespace: str, data: EpisodeCreate, *, idempotency_key: str | None
     ) -> Replayed:
         """Store a new episode, or return the first result of a retried request."""
-        if idempotency_key is not None and not 0 < len(idempotency_key) <= IDEMPOTENCY_KEY_MAX:
-            raise InvalidInput(
-                f"Idempotency-Key: 1 to {IDEMPOTENCY_KEY_MAX} characters", field="Idempotency-Key"
-            )
+        checked_key(idempotency_key)
         new = build_episode(
             namespace,
             data,

@@ -29,6 +29,7 @@ from app.schemas.memory import (
 )
 from app.services import pagination
 from app.services.episode_writer import EpisodeWriter
+from app.services.idempotency import checked_key, keyed_id
 from app.services.ids import uuid7
 
 # A memory can leave these statuses through each transition; anything else is a 409.
@@ -147,18 +148,30 @@ _READ_FIELDS = tuple(MemoryRead.model_fields)
 
 
 async def create_memory(
-    writer: EpisodeWriter, namespace: str, data: MemoryCreate, *, limits: Limits
-) -> dict[str, Any]:
+    writer: EpisodeWriter,
+    namespace: str,
+    data: MemoryCreate,
+    *,
+    limits: Limits,
+    idempotency_key: str | None = None,
+) -> tuple[dict[str, Any], bool]:
     """Store a new memory through the writer's group commit; returns MemoryRead's fields
-    in its order (the row comes from a validated request: no second validation)."""
+    in its order (the row comes from a validated request: no second validation) and
+    whether they are a retry's first result, replayed."""
     check_limits(data, limits)
     now = datetime.now(UTC)
-    row = memory_row(namespace, data.id or uuid7(), data, now=now)
+    memory_id = data.id
+    key = checked_key(idempotency_key)
+    if memory_id is None and key is not None:
+        memory_id = keyed_id(namespace, "memory", key)
+    row = memory_row(namespace, memory_id or uuid7(), data, now=now)
     row |= {"type": data.type.value, "scope": dict(data.scope)}
-    stored = await writer.create_memory(row, client_id=data.id is not None)
+    result = await writer.create_memory(row, client_id=memory_id is not None)
+    stored = result.row
+    mean = stored["reward_sum"] / stored["reward_count"] if stored["reward_count"] else None
     status = status_at(stored["status"], stored["valid_until"], now=now)
-    read = {**stored, "status": status, "reward_mean": None, "redacted": False}
-    return {name: read[name] for name in _READ_FIELDS}
+    read = {**stored, "status": status, "reward_mean": mean, "redacted": False}
+    return {name: read[name] for name in _READ_FIELDS}, result.replayed
 
 
 class MemoryService:

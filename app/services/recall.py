@@ -5,11 +5,12 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.config import Recall as RecallSettings
+from app.core.errors import Conflict
 from app.learning.features import (
     candidate_features,
     dataset_parts,
@@ -24,6 +25,7 @@ from app.repositories.memories import (
     MemoryRepository,
     MemoryUsageRepository,
 )
+from app.repositories.rl import TransitionRepository
 from app.schemas.memory import SENSITIVITY_ORDER
 from app.schemas.recall import (
     PolicyRef,
@@ -42,6 +44,64 @@ _REASONS = {
     "background": "background: past episode or reflection of lower criticality",
     "reverify_before_use": "quarantined: re-verify before relying on it",
 }
+
+
+class _Shown(NamedTuple):
+    """What a recall's answer shows of a chosen memory."""
+
+    type: str
+    content: str
+    scope: dict[str, str]
+    token_estimate: int
+    metadata: dict[str, Any]
+    score: float
+
+
+def _response(
+    recall_id: str,
+    *,
+    token_budget: int,
+    action: dict[str, Any],
+    propensity: float,
+    memories: dict[str, _Shown],
+) -> RecallResponse:
+    """A recall's answer from its logged action and the memories it chose."""
+    order: list[str] = action["selected"]
+    inclusion: dict[str, float] = action["inclusion"]
+    selected = []
+    for cid in order:
+        memory = memories[cid]
+        mode = action["modes"][cid]
+        reason = _REASONS[mode]
+        if action["explored"] and cid == order[-1]:
+            reason += " (explored)"
+        selected.append(
+            RecalledMemory(
+                memory_id=cid,
+                type=memory.type,
+                content=memory.content,
+                scope=memory.scope,
+                mode=mode,
+                score=round(memory.score, 6),
+                reason=reason,
+                probability=inclusion[cid],
+                token_estimate=memory.token_estimate,
+                metadata=memory.metadata,
+            )
+        )
+    suppressed = [
+        SuppressedMemory(memory_id=cid, reason=reason, probability=inclusion[cid])
+        for cid, reason in action["suppressed"].items()
+    ]
+    return RecallResponse(
+        recall_id=recall_id,
+        policy=PolicyRef(id=POLICY_ID, version=POLICY_VERSION),
+        token_budget=token_budget,
+        tokens_used=sum(memories[cid].token_estimate for cid in order),
+        selected=selected,
+        suppressed=suppressed,
+        propensity=propensity,
+    )
 
 
 @dataclass
@@ -68,6 +128,7 @@ class RecallService:
         # pool, and recalls holding every connection while they wait for it would starve it.
         self.memories = MemoryRepository(session)
         self.usage = MemoryUsageRepository(session)
+        self.transitions = TransitionRepository(session)
         self.writer = writer
         self.settings = settings
         self.rng = rng
@@ -102,12 +163,19 @@ class RecallService:
         return [c for c in found.values() if scope_compatible(c[0].scope, req.scope)]
 
     async def choose(
-        self, namespace: str, req: RecallRequest, *, ceiling: str = "restricted"
+        self,
+        namespace: str,
+        req: RecallRequest,
+        *,
+        ceiling: str = "restricted",
+        recall_id: str | None = None,
+        request_digest: str | None = None,
     ) -> Choice:
         """Select memories under the token budget (reads only; `log` records the decision).
 
         `ceiling` is the highest sensitivity the caller may read: the request's own
-        `max_sensitivity` is capped at it."""
+        `max_sensitivity` is capped at it. A recall made under an Idempotency-Key has the
+        id the key gives and keeps the request's digest, so `replay` can find it again."""
         now = datetime.now(UTC)
         found = await self._candidates(namespace, req, now)
         by_id = {m.id: (m, score, rank) for m, score, rank in found}
@@ -134,8 +202,8 @@ class RecallService:
             epsilon=self.settings.epsilon,
             rng=self.rng,
         )
-        recall_id = uuid7()
-        state = {
+        recall_id = recall_id or uuid7()
+        state: dict[str, Any] = {
             "request": {
                 "token_budget": req.token_budget,
                 "k": req.k,
@@ -159,6 +227,8 @@ class RecallService:
                 for m, score, rank in found
             ],
         }
+        if request_digest is not None:
+            state["idempotency"] = {"request_digest": request_digest}
         action: dict[str, Any] = {
             "selected": decision.order,
             "modes": {
@@ -188,41 +258,50 @@ class RecallService:
             "completed_at": None,
         }
 
-        selected = []
-        for cid in decision.order:
-            memory, score, _ = by_id[cid]
-            mode = decision.modes[cid]
-            reason = _REASONS[mode]
-            if decision.explored and cid == decision.order[-1]:
-                reason += " (explored)"
-            selected.append(
-                RecalledMemory(
-                    memory_id=cid,
-                    type=memory.type,
-                    content=memory.content,
-                    scope=memory.scope,
-                    mode=mode,
-                    score=round(score, 6),
-                    reason=reason,
-                    probability=decision.inclusion[cid],
-                    token_estimate=memory.token_estimate,
-                    metadata=memory.metadata_,
-                )
-            )
-        suppressed = [
-            SuppressedMemory(memory_id=cid, reason=reason, probability=decision.inclusion[cid])
-            for cid, reason in decision.suppressed.items()
-        ]
-        response = RecallResponse(
-            recall_id=recall_id,
-            policy=PolicyRef(id=POLICY_ID, version=POLICY_VERSION),
+        memories = {cid: by_id[cid] for cid in decision.order}
+        response = _response(
+            recall_id,
             token_budget=req.token_budget,
-            tokens_used=sum(by_id[cid][0].token_estimate for cid in decision.order),
-            selected=selected,
-            suppressed=suppressed,
+            action=action,
             propensity=decision.propensity,
+            memories={
+                cid: _Shown(m.type, m.content, m.scope, m.token_estimate, m.metadata_, score)
+                for cid, (m, score, _) in memories.items()
+            },
         )
         return Choice(response=response, transition=transition, selected=decision.order)
+
+    async def replay(
+        self, namespace: str, recall_id: str, *, request_digest: str
+    ) -> RecallResponse | None:
+        """The answer of the recall logged under this id, rebuilt from its transition and
+        the memories it chose (a memory's content never changes: a new version is a new
+        memory); None if there is none, a 409 if it was made for another request."""
+        row = await self.transitions.get(namespace, recall_id)
+        if row is None:
+            return None
+        if row.state.get("idempotency", {}).get("request_digest") != request_digest:
+            raise Conflict(
+                "this Idempotency-Key was used for a recall with another request",
+                field="Idempotency-Key",
+                id=recall_id,
+            )
+        selected = row.action["selected"]
+        rows = await self.memories.existing({(namespace, cid) for cid in selected})
+        scores = {c["memory_id"]: c["features"]["retrieval_score"] for c in row.state["candidates"]}
+        shown = {}
+        for cid in selected:
+            m = rows[(namespace, cid)]
+            shown[cid] = _Shown(
+                m["type"], m["content"], m["scope"], m["token_estimate"], m["metadata"], scores[cid]
+            )
+        return _response(
+            recall_id,
+            token_budget=row.state["request"]["token_budget"],
+            action=row.action,
+            propensity=row.propensity,
+            memories=shown,
+        )
 
     async def log(self, choice: Choice) -> RecallResponse:
         """Log the decision as a transition (through the writer's group commit)."""

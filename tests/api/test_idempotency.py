@@ -84,3 +84,85 @@ async def test_concurrent_conflicting_completions_one_wins(client: httpx.AsyncCl
     for outcome, r in zip(outcomes, results, strict=True):
         assert r.status_code == (200 if outcome == winner else 409), r.text
     assert (await client.get(f"/v1/episodes/{eid}")).json()["outcome"] == winner
+
+
+MEMORY = {"type": "constraint", "content": "Never push to main on Fridays.", "criticality": 0.9}
+
+
+async def _memory_count(client: httpx.AsyncClient) -> int:
+    return len((await client.get("/v1/memories", params={"limit": "200"})).json()["items"])
+
+
+async def test_memory_idempotency_key_replays_first_result(client: httpx.AsyncClient) -> None:
+    headers = {"Idempotency-Key": "mem-1"}
+    first = await client.post("/v1/memories", json=MEMORY, headers=headers)
+    second = await client.post("/v1/memories", json=MEMORY, headers=headers)
+    assert first.status_code == second.status_code == 201
+    assert second.json() == first.json()
+    assert second.headers["idempotent-replayed"] == "true"
+    assert "idempotent-replayed" not in first.headers
+    other = await client.post("/v1/memories", json={**MEMORY, "content": "x"}, headers=headers)
+    assert other.status_code == 409
+    assert other.json()["id"] == first.json()["id"]
+    # Without a key, two posts are two memories, as before.
+    assert (await client.post("/v1/memories", json=MEMORY)).status_code == 201
+    assert await _memory_count(client) == 2
+
+
+async def test_memory_chosen_id_replays_and_conflicts(client: httpx.AsyncClient) -> None:
+    body = {**MEMORY, "id": "rule-7"}
+    first = await client.post("/v1/memories", json=body)
+    again = await client.post("/v1/memories", json=body)
+    assert first.status_code == again.status_code == 201
+    assert again.headers["idempotent-replayed"] == "true"
+    assert (await client.post("/v1/memories", json={**body, "criticality": 0.1})).status_code == 409
+    assert await _memory_count(client) == 1
+
+
+async def test_concurrent_keyed_memories_make_one(client: httpx.AsyncClient) -> None:
+    headers = {"Idempotency-Key": "mem-burst"}
+    results = await asyncio.gather(
+        *(client.post("/v1/memories", json=MEMORY, headers=headers) for _ in range(20))
+    )
+    assert {r.status_code for r in results} == {201}
+    assert len({r.json()["id"] for r in results}) == 1
+    assert sum(r.headers.get("idempotent-replayed") == "true" for r in results) == 19
+    assert await _memory_count(client) == 1
+
+
+async def _transitions(client: httpx.AsyncClient) -> list[dict[str, object]]:
+    r = await client.get("/v1/rl/transitions", params={"status": "pending", "limit": "200"})
+    assert r.status_code == 200, r.text
+    items: list[dict[str, object]] = r.json()["items"]
+    return items
+
+
+async def test_recall_idempotency_key_logs_one_transition(client: httpx.AsyncClient) -> None:
+    await client.post("/v1/memories", json=MEMORY)
+    ask = {"task": "push to main", "task_id": "t1", "token_budget": 500}
+    headers = {"Idempotency-Key": "recall-1"}
+    first = await client.post("/v1/recall", json=ask, headers=headers)
+    results = await asyncio.gather(
+        *(client.post("/v1/recall", json=ask, headers=headers) for _ in range(10))
+    )
+    assert first.status_code == 200, first.text
+    assert first.json()["selected"], "the memory is recalled"
+    assert all(r.status_code == 200 for r in results)
+    assert all(r.json() == first.json() for r in results)
+    assert all(r.headers["idempotent-replayed"] == "true" for r in results)
+    assert [t["id"] for t in await _transitions(client)] == [first.json()["recall_id"]]
+    other = await client.post("/v1/recall", json={**ask, "k": 3}, headers=headers)
+    assert other.status_code == 409
+    assert other.json()["field"] == "Idempotency-Key"
+    # Without a key, a repeated recall is a second decision.
+    plain = await client.post("/v1/recall", json=ask)
+    assert plain.json()["recall_id"] != first.json()["recall_id"]
+    assert len(await _transitions(client)) == 2
+
+
+async def test_idempotency_key_must_be_short(client: httpx.AsyncClient) -> None:
+    long = {"Idempotency-Key": "k" * 257}
+    for path, body in [("/v1/memories", MEMORY), ("/v1/recall", {"task": "t", "token_budget": 5})]:
+        r = await client.post(path, json=body, headers=long)
+        assert r.status_code == 422
+        assert r.json()["field"] == "Idempotency-Key"

@@ -267,12 +267,26 @@ async def test_memories_are_namespaced(
 
 
 async def test_chosen_ids_are_unique_even_under_concurrency(client: httpx.AsyncClient) -> None:
+    # Repeats of the same memory are retries (the first result, replayed); the same id
+    # with other content is a conflict.
     body = {"type": "fact", "content": "The build uses make.", "id": "build-tool"}
-    results = await asyncio.gather(*(client.post("/v1/memories", json=body) for _ in range(12)))
-    assert sorted(r.status_code for r in results) == [201] + [409] * 11
-    conflict = next(r for r in results if r.status_code == 409).json()
-    assert conflict["field"] == "id"
-    assert (await client.get("/v1/memories/build-tool")).json()["content"] == "The build uses make."
+    other = {**body, "content": "The build uses bazel."}
+    results = await asyncio.gather(
+        *(client.post("/v1/memories", json=body if i % 2 else other) for i in range(12))
+    )
+    first = next(
+        r for r in results if "idempotent-replayed" not in r.headers and r.status_code == 201
+    )
+    won = first.json()["content"]
+    for r in results:
+        if r.status_code == 201:
+            assert r.json()["content"] == won
+        else:
+            assert r.status_code == 409
+            assert r.json()["field"] == "id"
+    assert sorted(r.status_code for r in results) == [201] * 6 + [409] * 6
+    assert sum("idempotent-replayed" not in r.headers for r in results if r.status_code == 201) == 1
+    assert (await client.get("/v1/memories/build-tool")).json()["content"] == won
     many = await asyncio.gather(
         *(client.post("/v1/memories", json={"type": "fact", "content": f"n{i}"}) for i in range(40))
     )

@@ -32,6 +32,7 @@ from app.schemas.episode import (
     StepCreate,
     StepsAppend,
 )
+from app.services.idempotency import IDEMPOTENCY_HEADER
 
 router = APIRouter(prefix="/v1/episodes", tags=["episodes"])
 
@@ -74,15 +75,7 @@ router.add_api_route(
     responses=error_responses(401, 403, 409, 413, 422, 503),
     openapi_extra={
         **json_body("EpisodeCreate", EpisodeCreate),
-        "parameters": [
-            {
-                "name": "Idempotency-Key",
-                "in": "header",
-                "required": False,
-                "schema": {"type": "string", "maxLength": 256},
-                "description": "Retries with the same key return the first result",
-            }
-        ],
+        "parameters": [IDEMPOTENCY_HEADER],
     },
 )
 

@@ -34,6 +34,7 @@ from app.schemas.memory import (
 )
 from app.services import memories as memory_service
 from app.services.auth import Principal
+from app.services.idempotency import IDEMPOTENCY_HEADER
 from app.services.memories import MemoryService
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
@@ -58,14 +59,21 @@ async def create_memory(request: Request) -> Response:
     principal = await require_agent(request)
     body = await parse_body(request, MemoryCreate)
     state = await get_state(request)
-    result = await memory_service.create_memory(
-        state.writer, principal.namespace, body, limits=state.settings.limits
+    result, replayed = await memory_service.create_memory(
+        state.writer,
+        principal.namespace,
+        body,
+        limits=state.settings.limits,
+        idempotency_key=request.headers.get("idempotency-key"),
     )
+    headers = {"Location": f"/v1/memories/{result['id']}"}
+    if replayed:
+        headers["Idempotent-Replayed"] = "true"
     return Response(
         json_bytes(result),
         status_code=status.HTTP_201_CREATED,
         media_type="application/json",
-        headers={"Location": f"/v1/memories/{result['id']}"},
+        headers=headers,
     )
 
 
@@ -78,7 +86,10 @@ router.add_api_route(
     response_model=MemoryRead,
     summary="Create Memory",
     responses=error_responses(401, 403, 409, 413, 422, 503),
-    openapi_extra=json_body("MemoryCreate", MemoryCreate),
+    openapi_extra={
+        **json_body("MemoryCreate", MemoryCreate),
+        "parameters": [IDEMPOTENCY_HEADER],
+    },
 )
 
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response, status
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.api.body import DirectRoute, json_body, parse_body
 from app.api.deps import (
     AgentDep,
+    AppState,
     ReaderDep,
     SessionDep,
     SettingsDep,
@@ -20,6 +22,8 @@ from app.api.deps import (
 )
 from app.core.errors import error_responses
 from app.schemas.recall import RecallRequest, RecallResponse, RewardCreate, RewardPage, RewardRead
+from app.services.auth import Principal
+from app.services.idempotency import IDEMPOTENCY_HEADER, checked_key, digest, keyed_id
 from app.services.recall import RecallService
 from app.services.rewards import RewardService
 
@@ -33,11 +37,52 @@ async def recall(request: Request) -> Response:
     principal = await require_agent(request)
     body = await parse_body(request, RecallRequest)
     state = await get_state(request)
-    async with state.read_sessions() as session:
-        service = RecallService(
-            session, writer=state.writer, settings=state.settings.recall, rng=state.recall_rng
+    key = checked_key(request.headers.get("idempotency-key"))
+    if key is None:
+        return await _recall(state, principal, body)
+    # A retry waits for the first request with its key, then gets its answer.
+    recall_id = keyed_id(principal.namespace, "recall", key)
+    request_digest = digest(body.model_dump_json().encode())
+    async with state.key_locks.hold(principal.namespace, recall_id):
+        async with state.read_sessions() as session:
+            service = _service(session, state)
+            replayed = await service.replay(
+                principal.namespace, recall_id, request_digest=request_digest
+            )
+        if replayed is not None:
+            return Response(
+                replayed.model_dump_json(),
+                media_type="application/json",
+                headers={"Idempotent-Replayed": "true"},
+            )
+        return await _recall(
+            state, principal, body, recall_id=recall_id, request_digest=request_digest
         )
-        choice = await service.choose(principal.namespace, body, ceiling=principal.max_sensitivity)
+
+
+def _service(session: AsyncSession, state: AppState) -> RecallService:
+    return RecallService(
+        session, writer=state.writer, settings=state.settings.recall, rng=state.recall_rng
+    )
+
+
+async def _recall(
+    state: AppState,
+    principal: Principal,
+    body: RecallRequest,
+    *,
+    recall_id: str | None = None,
+    request_digest: str | None = None,
+) -> Response:
+    async with state.read_sessions() as session:
+        service = _service(session, state)
+        choice = await service.choose(
+            principal.namespace,
+            body,
+            ceiling=principal.max_sensitivity,
+            recall_id=recall_id,
+            request_digest=request_digest,
+        )
         await session.commit()
     # Logged once the read connection is back in the pool, which the writer draws on too.
     result = await service.log(choice)
@@ -51,8 +96,11 @@ router.add_api_route(
     route_class_override=DirectRoute,
     response_model=RecallResponse,
     summary="Recall",
-    responses=error_responses(401, 403, 422, 503),
-    openapi_extra=json_body("RecallRequest", RecallRequest),
+    responses=error_responses(401, 403, 409, 422, 503),
+    openapi_extra={
+        **json_body("RecallRequest", RecallRequest),
+        "parameters": [IDEMPOTENCY_HEADER],
+    },
 )
 
 

@@ -1,0 +1,70 @@
+"""Retries with an `Idempotency-Key`: the key names what the first request created.
+
+A key maps to a fixed id in its namespace (a memory's, a recall's), so the record the
+first request wrote is found again by the retry, which returns it instead of writing a
+second one; the same key with a different request is a 409."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import uuid
+from collections.abc import AsyncIterator
+
+from app.core.errors import InvalidInput
+
+IDEMPOTENCY_KEY_MAX = 256
+_IDS = uuid.UUID("5b0c7f4e-7f0e-4d8a-9f7e-2f2b6a1e9c31")
+
+# OpenAPI's description of the header, for every route that honours it.
+IDEMPOTENCY_HEADER = {
+    "name": "Idempotency-Key",
+    "in": "header",
+    "required": False,
+    "schema": {"type": "string", "minLength": 1, "maxLength": IDEMPOTENCY_KEY_MAX},
+    "description": "A retry with the same key returns the first result "
+    "(`Idempotent-Replayed: true`); the same key with another request is a 409",
+}
+
+
+def checked_key(value: str | None) -> str | None:
+    """The header's value, or a 422 when it is empty or too long."""
+    if value is not None and not 0 < len(value) <= IDEMPOTENCY_KEY_MAX:
+        raise InvalidInput(
+            f"Idempotency-Key: 1 to {IDEMPOTENCY_KEY_MAX} characters", field="Idempotency-Key"
+        )
+    return value
+
+
+def keyed_id(namespace: str, kind: str, key: str) -> str:
+    """The id of the `kind` record that `key` creates in `namespace`."""
+    return str(uuid.uuid5(_IDS, f"{kind}\n{namespace}\n{key}"))
+
+
+def digest(body: bytes) -> str:
+    """A request's fingerprint, to tell a retry from another request under the same key."""
+    return hashlib.sha256(body).hexdigest()
+
+
+class KeyLocks:
+    """One holder at a time per key: a retry that arrives while the first request is still
+    being answered waits for it, then finds its result."""
+
+    def __init__(self) -> None:
+        self._locks: dict[tuple[str, str], tuple[asyncio.Lock, int]] = {}
+
+    @contextlib.asynccontextmanager
+    async def hold(self, namespace: str, key: str) -> AsyncIterator[None]:
+        name = (namespace, key)
+        lock, users = self._locks.get(name, (asyncio.Lock(), 0))
+        self._locks[name] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._locks[name]
+            if users == 1:
+                del self._locks[name]
+            else:
+                self._locks[name] = (lock, users - 1)
