@@ -143,6 +143,13 @@ async def test_new_memories_and_recall_logs_are_one_hand_off(
 ) -> None:
     if backend != "sqlite":
         pytest.skip("SQLite's driver adapter")
+    # Every connection the pool may hand out is opened first: a new connection's setup
+    # (functions, pragmas) would otherwise run in the writer's batch whenever the worker
+    # happened to hold the idle ones (8 runs in 10 on a loaded machine).
+    engine = app.state.engram.engine
+    opened = [await engine.connect() for _ in range(engine.pool.size())]
+    for conn in opened:
+        await conn.close()
     seen = thread_calls(monkeypatch, task="engram-episode-writer")  # not the worker's
     writer = _writer(app)
     before = writer.batches
