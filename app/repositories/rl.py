@@ -69,15 +69,15 @@ def _rebuilt(table: Any, slots: int) -> Any:
 # TransitionRepository.link_previous as SQLite text, for the writer's direct group commit.
 LINK_PREVIOUS_SQLITE = (
     "UPDATE rl_transitions SET next_id = ? "
-    "WHERE namespace = ? AND task_id = ? AND next_id IS NULL AND id != ?"
+    "WHERE namespace = ? AND task_id = ? AND next_id IS NULL AND status = 'pending' AND id != ?"
 )
 
 
 def chain(rows: Sequence[dict[str, Any]]) -> list[tuple[str, str, str]]:
     """Link new transitions of the same task to each other, in the given order (each
     row's next_id), and return (namespace, task_id, first new id) for each task: the
-    task's stored transition still open gets that first id (`link_previous`, run before
-    the rows are inserted)."""
+    task's stored transition still open (no next, still pending) gets that first id
+    (`link_previous`, run before the rows are inserted)."""
     last: dict[tuple[str, str], dict[str, Any]] = {}
     firsts: list[tuple[str, str, str]] = []
     for row in rows:
@@ -102,13 +102,18 @@ class TransitionRepository:
             await self.session.execute(insert(TRANSITIONS), list(rows))
 
     async def link_previous(self, namespace: str, task_id: str, new_id: str) -> None:
-        """The task's previous recall gets this one as its next state."""
+        """The task's previous recall gets this one as its next state, if no reward has
+        completed it yet. A completed transition is final (the dataset may have sent it):
+        without a next it ended its episode, and this recall starts a new one. The status
+        is checked by the UPDATE itself, so a reward committed meanwhile is seen (on
+        PostgreSQL the row is re-checked once the reward's lock is released)."""
         await self.session.execute(
             update(TRANSITIONS)
             .where(
                 TRANSITIONS.c.namespace == namespace,
                 TRANSITIONS.c.task_id == task_id,
                 TRANSITIONS.c.next_id.is_(None),
+                TRANSITIONS.c.status == "pending",
                 TRANSITIONS.c.id != new_id,
             )
             .values(next_id=new_id)

@@ -58,11 +58,22 @@ def metadata(settings: RecallSettings) -> dict[str, Any]:
             "pscore": "probability of the logged selection under the logging policy",
             "explored": "true when exploration changed the greedy selection",
             "rewards": "scalar reward (see reward_spec)",
-            "terminations": "true when no later recall of the same task follows",
+            "terminations": (
+                "true when no recall of the same task followed before the reward that "
+                "completed this one; a later recall of the task starts a new episode"
+            ),
             "truncations": "always false",
-            "next_transition_id": "the next recall of the same task, if any",
-            "next_observations": "observations of the next recall of the task, or null",
+            "next_transition_id": (
+                "the task's next recall made before this one was rewarded, or null"
+            ),
+            "next_observations": "observations of that next recall, or null",
         },
+        "stability": (
+            "a row is exported once a reward completes its transition and never changes "
+            "after: its episode boundary (terminations, next_transition_id, "
+            "next_observations) is decided by then, so incremental downloads (cursor, "
+            "since) need not fetch it again"
+        ),
         "request_features": REQUEST_FEATURES,
         "candidate_features": CANDIDATE_FEATURES,
         "candidate_slots": slots,

@@ -27,8 +27,13 @@ EPSILON = 0.3
 TASK = "prepare the release notes for the payments service"
 
 
-async def make_logs(client: httpx.AsyncClient, *, n: int, tasks: int = 1) -> list[dict[str, Any]]:
-    """Memories, then n recalls rewarded by a fixed environment: +1 for each useful memory."""
+async def make_logs(
+    client: httpx.AsyncClient, *, n: int, tasks: int = 1, chained: bool = False
+) -> list[dict[str, Any]]:
+    """Memories, then n recalls rewarded by a fixed environment: +1 for each useful memory.
+    Each recall is rewarded before the next, so each is an episode of one step; with
+    `chained`, every recall is made before the first reward, so a task's recalls are
+    one episode."""
     useful = set()
     for i in range(6):
         content = f"release notes payments service fact {i}"
@@ -49,11 +54,17 @@ async def make_logs(client: httpx.AsyncClient, *, n: int, tasks: int = 1) -> lis
         recall = (await client.post("/v1/recall", json=body)).json()
         reward = float(sum(1 for m in recall["selected"] if m["memory_id"] in useful))
         responses.append(recall | {"reward": reward})
-        r = await client.post(
-            "/v1/rewards", json={"recall_id": recall["recall_id"], "value": reward}
-        )
-        assert r.status_code == 201
+        if not chained:
+            await _reward(client, responses[-1])
+    if chained:
+        for response in responses:
+            await _reward(client, response)
     return responses
+
+
+async def _reward(client: httpx.AsyncClient, recall: dict[str, Any]) -> None:
+    body = {"recall_id": recall["recall_id"], "value": recall["reward"]}
+    assert (await client.post("/v1/rewards", json=body)).status_code == 201
 
 
 @pytest.fixture
@@ -64,7 +75,7 @@ async def explore(settings: Settings) -> Any:
 
 
 async def test_ndjson_loads_with_pandas_and_pages_with_link(explore: httpx.AsyncClient) -> None:
-    await make_logs(explore, n=12, tasks=3)
+    await make_logs(explore, n=12, tasks=3, chained=True)
     await explore.post("/v1/recall", json={"task": TASK, "token_budget": 40})  # stays pending
     r = await explore.get("/v1/rl/dataset")
     assert r.status_code == 200
@@ -150,7 +161,7 @@ async def test_ndjson_lines_match_parquet_rows_for_new_and_older_transitions(
     (rebuilt at export, in NDJSON too), and for a mix of both along one task."""
     app = create_app(settings.model_copy(update={"recall": Recall(epsilon=EPSILON, seed=3)}))
     async with running(app) as client:
-        await make_logs(client, n=10, tasks=2)
+        await make_logs(client, n=10, tasks=2, chained=True)
         copied = (await client.get("/v1/rl/dataset")).text
         async with app.state.engram.write_sessions() as session:
             await session.execute(
@@ -182,7 +193,7 @@ async def test_fewer_slots_than_logged_candidates(settings: Settings) -> None:
     the export rebuilds those rows, cut to the slots, with vectors of the new length."""
     app = create_app(settings.model_copy(update={"recall": Recall(epsilon=EPSILON, seed=5)}))
     async with running(app) as client:
-        await make_logs(client, n=4, tasks=2)
+        await make_logs(client, n=4, tasks=2, chained=True)
         wide = [json.loads(x) for x in (await client.get("/v1/rl/dataset")).text.splitlines()]
     narrow_settings = Recall(epsilon=EPSILON, seed=5, max_candidates=3, max_constraints=1)
     app = create_app(settings.model_copy(update={"recall": narrow_settings}))
@@ -190,6 +201,7 @@ async def test_fewer_slots_than_logged_candidates(settings: Settings) -> None:
         meta = (await client.get("/v1/rl/metadata")).json()
         narrow = [json.loads(x) for x in (await client.get("/v1/rl/dataset")).text.splitlines()]
     assert meta["candidate_slots"] == 4
+    assert sum(1 for w in wide if w["next_observations"] is not None) == 2
     width = len(meta["request_features"]) + 4 * len(meta["candidate_features"])
     assert len(narrow) == len(wide) == 4
     for w, n in zip(wide, narrow, strict=True):
@@ -229,7 +241,7 @@ async def test_minari_round_trip(
     explore: httpx.AsyncClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
-    await make_logs(explore, n=9, tasks=3)
+    await make_logs(explore, n=9, tasks=3, chained=True)
     rows = [json.loads(x) for x in (await explore.get("/v1/rl/dataset")).text.splitlines()]
     meta = (await explore.get("/v1/rl/metadata")).json()
     assert [len(e) for e in episodes(rows)] == [3, 3, 3]
