@@ -17,6 +17,7 @@ from sqlalchemy import text
 from app.core.config import Settings
 from app.db.engine import create_engine
 from app.db.migrate import migrate
+from app.learning.features import scope_compatible
 from app.learning.ranking import query_terms
 from app.repositories.memories import MEMORIES
 from app.services.memories import new_memory
@@ -193,6 +194,51 @@ async def test_types_filter(db: Db) -> None:
         assert all(int(mid.split("-")[1]) % len(TYPES) == 2 for mid in found)
         assert len(found) == 20
         assert await index.top("a", ["pool"], 100, types=["skill"]) == {}
+    finally:
+        index.close()
+
+
+def random_scope(rng: random.Random) -> dict[str, str]:
+    scope: dict[str, str] = {}
+    if rng.random() < 0.8:
+        scope["level"] = rng.choice(["global", "session", "task"])
+    for key in ("session_id", "user_id", "project_id"):
+        if rng.random() < 0.4:
+            scope[key] = rng.choice(["a", "b"])
+    return scope
+
+
+async def test_scope_filters(db: Db) -> None:
+    """Only memories that apply to a request scope (`scope_compatible`), or whose scope
+    holds the pairs asked for, take places, built or inserted after the build."""
+    rng = random.Random(7)
+    rows = [
+        row("a", i, f"lantern {sentence(rng)}") | {"scope": random_scope(rng)} for i in range(300)
+    ]
+    rows.append(row("a", 300, "lantern") | {"scope": {"level": "task", "user_id": ["a"]}})
+    rows.append(row("b", 301, "lantern") | {"scope": {"level": "global"}})
+    await db.insert(rows[:150])
+    index = await built(db.path)
+    try:
+        await db.insert(rows[150:])
+        assert len(await top(index, "a", "lantern", 1000)) == 301
+        ours = [r for r in rows if r["namespace"] == "a"]
+        for _ in range(60):
+            request, wanted = random_scope(rng), random_scope(rng)
+            applies = {r["id"] for r in ours if scope_compatible(r["scope"], request)}
+            holds = {
+                r["id"] for r in ours if all(r["scope"].get(k) == v for k, v in wanted.items())
+            }
+            everything = await index.top("a", ["lantern"], 1000, applies_to=request)
+            assert everything is not None
+            assert set(everything) == applies
+            found = await index.top("a", ["lantern"], 1000, scope=wanted, applies_to=request)
+            assert found is not None
+            assert set(found) == applies & holds
+            # The limit is filled from the memories that pass, the best of them.
+            best = await index.top("a", ["lantern"], 5, applies_to=request)
+            assert best is not None
+            assert list(best) == list(everything)[:5]
     finally:
         index.close()
 

@@ -6,7 +6,7 @@ import functools
 import sqlite3
 import time
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeAlias, cast
@@ -17,23 +17,28 @@ from sqlalchemy import (
     Float,
     Row,
     Table,
+    Text,
     and_,
     bindparam,
     case,
+    column,
     func,
     insert,
+    literal,
     literal_column,
     or_,
     select,
+    table,
     text,
-    true,
     tuple_,
     update,
 )
 from sqlalchemy import (
     cast as sql_cast,
 )
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql.elements import TextClause
 
 from app.db import probe
 from app.db.rows import as_sqlalchemy_error, compiled_insert, sqlite_utc_text
@@ -69,7 +74,10 @@ class MemoryFilters:
     types: Sequence[str] | None = None
     statuses: Sequence[str] | None = None
     sensitivities: Sequence[str] | None = None
+    # Memories whose scope holds each of these (key, value) pairs.
     scope: dict[str, str] | None = None
+    # A request's scope: memories that apply to it (`scope_compatible`), global ones too.
+    applies_to: Mapping[str, str] | None = None
 
 
 _NOW = bindparam("now", type_=UTCDateTime())
@@ -91,6 +99,24 @@ def _status_clause(statuses: Sequence[str]) -> ColumnElement[bool]:
     return or_(*clauses)
 
 
+def _request_ids(scope: Mapping[str, str]) -> list[tuple[str, str]]:
+    return sorted((k, v) for k, v in scope.items() if k != "level")
+
+
+def _applies_clause(dialect: str, n_ids: int) -> ColumnElement[bool] | TextClause:
+    """The memory applies to the request scope in the parameters (`scope_compatible`):
+    every key of its scope but level equals the request's, which has `n_ids` such keys."""
+    if dialect == "postgresql":
+        ids = sql_cast(MEMORIES.c.scope, JSONB).op("-")(literal("level", Text))
+        return ids.op("<@")(bindparam("applies_to", type_=JSONB))
+    # SQLite: no key of the memory's scope (but level) is missing from the request's.
+    pairs = ", ".join(f"(:applies_key_{i}, :applies_value_{i})" for i in range(n_ids))
+    held = f" AND (s.type <> 'text' OR (s.key, s.value) NOT IN (VALUES {pairs}))" if n_ids else ""
+    return text(
+        f"NOT EXISTS (SELECT 1 FROM json_each(memories.scope) AS s WHERE s.key <> 'level'{held})"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class _Shape:
     """What a filtered statement's SQL depends on (its values are parameters)."""
@@ -99,6 +125,7 @@ class _Shape:
     statuses: tuple[str, ...]
     sensitivities: bool
     scope_keys: tuple[str, ...]
+    applies_to: int | None  # ids in the request scope, None without that filter
 
     @classmethod
     def of(cls, filters: MemoryFilters) -> _Shape:
@@ -107,9 +134,13 @@ class _Shape:
             statuses=tuple(filters.statuses or ()),
             sensitivities=bool(filters.sensitivities),
             scope_keys=tuple(sorted(filters.scope or {})),
+            applies_to=(
+                None if filters.applies_to is None else len(_request_ids(filters.applies_to))
+            ),
         )
 
     def clauses(self) -> list[ColumnElement[bool]]:
+        """The filters but `applies_to` (see `match_clauses`)."""
         where: list[ColumnElement[bool]] = [Memory.namespace == bindparam("namespace")]
         if self.types:
             where.append(Memory.type.in_(bindparam("types", expanding=True)))
@@ -121,8 +152,23 @@ class _Shape:
             where.append(Memory.scope[key].as_string() == bindparam(f"scope_value_{i}"))
         return where
 
+    def match_clauses(self, dialect: str) -> list[ColumnElement[bool] | TextClause]:
+        """The filters applied where the text matches are ranked, before the best are
+        kept: type and scope (without them a filter would see only the best matches of
+        the whole namespace, and other scopes' matches could push out every one of its own)."""
+        where: list[ColumnElement[bool] | TextClause] = []
+        if self.types:
+            where.append(Memory.type.in_(bindparam("types", expanding=True)))
+        for i, key in enumerate(self.scope_keys):
+            where.append(Memory.scope[key].as_string() == bindparam(f"scope_value_{i}"))
+        if self.applies_to is not None:
+            where.append(_applies_clause(dialect, self.applies_to))
+        return where
 
-def _filter_params(namespace: str, filters: MemoryFilters, now: datetime) -> dict[str, Any]:
+
+def _filter_params(
+    namespace: str, filters: MemoryFilters, now: datetime, *, dialect: str
+) -> dict[str, Any]:
     params: dict[str, Any] = {"namespace": namespace, "now": now}
     if filters.types:
         params["types"] = list(filters.types)
@@ -131,22 +177,66 @@ def _filter_params(namespace: str, filters: MemoryFilters, now: datetime) -> dic
     scope = filters.scope or {}
     for i, key in enumerate(sorted(scope)):
         params[f"scope_value_{i}"] = scope[key]
+    if filters.applies_to is not None:
+        params |= _applies_params(dialect, filters.applies_to)
+    return params
+
+
+def _applies_params(dialect: str, request_scope: Mapping[str, str]) -> dict[str, Any]:
+    ids = _request_ids(request_scope)
+    if dialect == "postgresql":
+        return {"applies_to": dict(ids)}
+    params: dict[str, Any] = {}
+    for i, (key, value) in enumerate(ids):
+        params[f"applies_key_{i}"] = key
+        params[f"applies_value_{i}"] = value
     return params
 
 
 # Built statements by (dialect, filter shape): building one is a millisecond of Python,
 # a tenth of a recall, and only its parameters change between searches.
 _SEARCH_SQL: dict[tuple[str, _Shape], Any] = {}
+_FTS_SQL: dict[_Shape, Any] = {}
+_FTS = table("memories_fts", column("memory_id"), column("ns"))
 
 
-@functools.cache
-def _constraints_statement() -> Any:
+def _fts_filtered_statement(shape: _Shape) -> Any:
+    """FTS5's best matches by bm25() among the memories that pass the shape's match
+    filters (SQLite); parameters: the filters', `query` and `fetch`."""
+    stmt = _FTS_SQL.get(shape)
+    if stmt is not None:
+        return stmt
+    fts: ColumnElement[Any] = literal_column("memories_fts")
+    relevance = -func.bm25(fts, literal_column("1.0"), literal_column("0.0"))
+    stmt = (
+        select(_FTS.c.memory_id, _FTS.c.ns, relevance.label("relevance"))
+        .join(
+            MEMORIES,
+            and_(
+                MEMORIES.c.namespace == bindparam("namespace"),
+                MEMORIES.c.id == _FTS.c.memory_id,
+            ),
+        )
+        .where(fts.op("MATCH")(bindparam("query")), *shape.match_clauses("sqlite"))
+        .order_by(literal_column("relevance").desc())
+        .limit(bindparam("fetch"))
+    )
+    if len(_FTS_SQL) > 256:
+        _FTS_SQL.clear()
+    _FTS_SQL[shape] = stmt
+    return stmt
+
+
+@functools.lru_cache(maxsize=64)
+def _constraints_statement(dialect: str, applies_to: int | None) -> Any:
+    applies = [] if applies_to is None else [_applies_clause(dialect, applies_to)]
     return (
         select(*COLUMNS)
         .where(
             MEMORIES.c.namespace == bindparam("namespace"),
             MEMORIES.c.type == "constraint",
             _status_clause(["active"]),
+            *applies,
         )
         .order_by(MEMORIES.c.criticality.desc(), MEMORIES.c.id.desc())  # index order, no sort
         .limit(bindparam("limit"))
@@ -175,9 +265,7 @@ def _search_statement(dialect: str, shape: _Shape) -> Any:
         source = (
             select(MEMORIES.c.id.label("memory_id"), rank.label("relevance"))
             .where(MEMORIES.c.namespace == bindparam("namespace"), vector.op("@@")(tsquery))
-            .where(
-                MEMORIES.c.type.in_(bindparam("types", expanding=True)) if shape.types else true()
-            )
+            .where(*shape.match_clauses(dialect))
             .order_by(rank.desc())
             .limit(bindparam("prefilter"))
             .subquery("matched")
@@ -300,15 +388,13 @@ class MemoryRepository:
         prefilter = max(PREFILTER, 4 * limit)
         bind = self.session.get_bind()
         dialect = bind.dialect.name
-        params = _filter_params(namespace, filters, now) | {"limit": limit}
+        params = _filter_params(namespace, filters, now, dialect=dialect) | {"limit": limit}
         if dialect == "sqlite":
             relevance = await self._index_matches(
-                bind.engine.url.database, namespace, terms, prefilter, filters.types
+                bind.engine.url.database, namespace, terms, prefilter, filters
             )
             if relevance is None:
-                relevance = await self._fts_matches(
-                    namespace, terms, prefilter, types=filters.types
-                )
+                relevance = await self._fts_matches(namespace, terms, prefilter, filters, params)
             if not relevance:
                 return []
             params["matched"] = orjson.dumps(relevance).decode()
@@ -337,14 +423,21 @@ class MemoryRepository:
         namespace: str,
         terms: Sequence[str],
         prefilter: int,
-        types: Sequence[str] | None,
+        filters: MemoryFilters,
     ) -> dict[str, float] | None:
         """The same matches as `_fts_matches`, from the process's in-memory index of this
         database (None when it has none or it is not built yet)."""
         index = index_for(path)
         if index is None:
             return None
-        found = await index.top(namespace, terms, prefilter, types=types)
+        found = await index.top(
+            namespace,
+            terms,
+            prefilter,
+            types=filters.types,
+            scope=filters.scope,
+            applies_to=filters.applies_to,
+        )
         return None if found is None else _relative(found.items())
 
     async def _fts_matches(
@@ -352,8 +445,8 @@ class MemoryRepository:
         namespace: str,
         terms: Sequence[str],
         prefilter: int,
-        *,
-        types: Sequence[str] | None = None,
+        filters: MemoryFilters,
+        filter_params: dict[str, Any],
     ) -> dict[str, float]:
         """The namespace's best matches by BM25 alone: memory id -> relevance relative to
         the best one (1.0 for the best).
@@ -371,18 +464,14 @@ class MemoryRepository:
             query, fetch = f"content:({words})", int(prefilter / share) + 1
         else:
             query, fetch = f'ns:"{token}" AND content:({words})', prefilter
-        if types:
-            # Only memories of these types may take the top places: otherwise many matches
-            # of another type (a task type's reflections) could push every one out.
-            stmt = text(
-                "SELECT memories_fts.memory_id, memories_fts.ns, "
-                "-bm25(memories_fts, 1.0, 0.0) AS relevance "
-                "FROM memories_fts JOIN memories ON memories.namespace = :namespace "
-                "AND memories.id = memories_fts.memory_id "
-                "WHERE memories_fts MATCH :query AND memories.type IN :types "
-                "ORDER BY relevance DESC LIMIT :fetch"
-            ).bindparams(bindparam("types", expanding=True))
-            params = {"query": query, "fetch": fetch, "namespace": namespace, "types": list(types)}
+        shape = _Shape.of(filters)
+        params: dict[str, Any]
+        if shape.match_clauses("sqlite"):
+            # Only memories that pass the filters may take the top places: otherwise many
+            # matches of another type (a task type's reflections) or of other scopes could
+            # push every one out.
+            stmt = _fts_filtered_statement(shape)
+            params = filter_params | {"query": query, "fetch": fetch}
         else:
             stmt = text(
                 "SELECT memory_id, ns, -bm25(memories_fts, 1.0, 0.0) AS relevance "
@@ -462,11 +551,15 @@ class MemoryRepository:
         after: tuple[datetime, str] | None,
         limit: int,
     ) -> list[Memory]:
-        stmt = select(Memory).where(*_Shape.of(filters).clauses())
+        dialect = self.session.get_bind().dialect.name
+        shape = _Shape.of(filters)
+        stmt = select(Memory).where(*shape.clauses())
+        if shape.applies_to is not None:
+            stmt = stmt.where(_applies_clause(dialect, shape.applies_to))
         if after is not None:
             stmt = stmt.where(keyset.before(Memory.created_at, Memory.id, after))
         stmt = stmt.order_by(Memory.created_at.desc(), Memory.id.desc()).limit(limit)
-        params = _filter_params(namespace, filters, now)
+        params = _filter_params(namespace, filters, now, dialect=dialect)
         return list((await self.session.execute(stmt, params)).scalars())
 
 
@@ -497,11 +590,23 @@ class MemoryUsageRepository:
         self.session = session
 
     async def top_constraints(
-        self, namespace: str, *, now: datetime, limit: int
+        self,
+        namespace: str,
+        *,
+        now: datetime,
+        limit: int,
+        applies_to: Mapping[str, str] | None = None,
     ) -> list[MemoryRow]:
-        """Current constraints, most critical first: recall considers them whatever the text."""
-        params = {"namespace": namespace, "now": now, "limit": limit}
-        return list(await self.session.execute(_constraints_statement(), params))
+        """Current constraints, most critical first: recall considers them whatever the text.
+        With `applies_to` (a request's scope), only those that apply to it."""
+        dialect = self.session.get_bind().dialect.name
+        params: dict[str, Any] = {"namespace": namespace, "now": now, "limit": limit}
+        n_ids = None
+        if applies_to is not None:
+            n_ids = len(_request_ids(applies_to))
+            params |= _applies_params(dialect, applies_to)
+        stmt = _constraints_statement(dialect, n_ids)
+        return list(await self.session.execute(stmt, params))
 
     async def lock(self, namespace: str, ids: Iterable[str]) -> None:
         """Lock the rows in id order (PostgreSQL): transactions that update overlapping sets

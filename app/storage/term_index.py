@@ -9,6 +9,11 @@ b 0.75, FTS5's idf, the row's token count over every indexed column), in a milli
 or two at that size. Search multiplies that score by the share of the query's terms a
 memory holds (classic Lucene's coordination factor), which FTS5's bm25() cannot do.
 
+Type and scope filters run inside the index, before the `limit` best are taken, so that
+a filter never leaves fewer than `limit` matches while more exist: each slot holds its
+memory's type and scope (read from `memories` with the row; neither ever changes after
+an insert).
+
 Consistency with SQL, checked before every query in one read transaction:
 - new entries are the full-text rows past the highest rowid the index holds (FTS5 gives
   a new row the table's highest rowid + 1, so after a deletion of the highest row its
@@ -34,13 +39,14 @@ import sqlite3
 import time
 from array import array
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 
 from app.db import probe
 
@@ -94,6 +100,66 @@ class _Postings:
     tf: array[float] = field(default_factory=lambda: array("f"))  # small integers
 
 
+class _Scopes:
+    """Each slot's scope as inverted lists: (key, value) -> the slots whose scope holds
+    it, and per slot how many ids (keys but level) its scope has. A filter then reads the
+    lists of the pairs it names instead of testing every scope.
+
+    Many scopes are unique (a reflection's holds its episode's id): a pair that one slot
+    holds keeps it as an int, not an array, and the pair is one string, not a tuple."""
+
+    def __init__(self) -> None:
+        self.ids: array[int] = array("i")  # per slot; -1: no memory row, or not an object
+        self.holders: dict[str, int | array[int]] = {}
+
+    def add(self, stored: str | None) -> None:
+        slot = len(self.ids)
+        try:
+            scope = orjson.loads(stored) if stored is not None else None
+        except orjson.JSONDecodeError:
+            scope = None
+        if not isinstance(scope, dict):
+            self.ids.append(-1)  # never passes a filter
+            return
+        self.ids.append(sum(1 for k in scope if k != "level"))
+        for key, value in scope.items():
+            if not isinstance(value, str):  # filters hold strings: others never equal
+                continue
+            pair = _pair(key, value)
+            held = self.holders.get(pair)
+            if held is None:
+                self.holders[pair] = slot
+            elif isinstance(held, int):
+                self.holders[pair] = array("i", (held, slot))
+            else:
+                held.append(slot)
+
+    def _held(self, pairs: list[tuple[str, str]]) -> Any:
+        held = np.zeros(len(self.ids), dtype=np.int32)
+        for key, value in pairs:
+            slots = self.holders.get(_pair(key, value))
+            if isinstance(slots, int):
+                held[slots] += 1
+            elif slots is not None:
+                held[np.frombuffer(slots, dtype=np.int32)] += 1  # a scope holds a key once
+        return held
+
+    def applying_to(self, request: Mapping[str, str]) -> Any:
+        """Per slot: every id of its scope (all keys but level) equals the request's
+        (`app.learning.features.scope_compatible`)."""
+        pairs = [(k, v) for k, v in request.items() if k != "level"]
+        return self._held(pairs) == np.frombuffer(self.ids, dtype=np.int32)
+
+    def matching(self, wanted: Mapping[str, str]) -> Any:
+        """Per slot: its scope holds every (key, value) wanted."""
+        ok = self._held(list(wanted.items())) == len(wanted)
+        return ok & (np.frombuffer(self.ids, dtype=np.int32) >= 0)
+
+
+def _pair(key: str, value: str) -> str:
+    return f"{len(key)}:{key}{value}"  # the length keeps ("a", "bc") apart from ("ab", "c")
+
+
 class _Data:
     """Slots (one per full-text row ever seen since the last build) and postings."""
 
@@ -107,6 +173,7 @@ class _Data:
         self.slot_of: dict[str, dict[str, int]] = {}  # ns token -> memory id -> slot
         self.ns_codes: dict[str, int] = {}
         self.type_codes: dict[str, int] = {}
+        self.scopes = _Scopes()
         self.postings: dict[str, _Postings] = {}
         self.live = 0
         self.live_tokens = 0.0
@@ -116,13 +183,18 @@ class _Data:
     def code(self, table: dict[str, int], name: str) -> int:
         return table.setdefault(name, len(table))
 
-    def add(self, rowid: int, memory_id: str, token: str, type_: str, length: float) -> int:
+    def add(
+        self, rowid: int, memory_id: str, token: str, memory: tuple[str, str | None] | None
+    ) -> int:
+        """A new slot; `memory` is the row's (type, scope as stored), None without a row."""
+        type_, scope = memory or ("", None)
         slot = len(self.ids)
         self.rowids.append(rowid)
-        self.lengths.append(length)
+        self.lengths.append(1.0)  # the namespace column's one token; the text's are posted
         self.alive.append(1)
         self.ns.append(self.code(self.ns_codes, token))
         self.types.append(self.code(self.type_codes, type_))
+        self.scopes.add(scope)
         self.ids.append(memory_id)
         slots = self.slot_of.setdefault(token, {})
         old = slots.get(memory_id)
@@ -130,7 +202,7 @@ class _Data:
             self.kill(old)
         slots[memory_id] = slot
         self.live += 1
-        self.live_tokens += length
+        self.live_tokens += 1.0
         self.cursor = max(self.cursor, rowid)
         return slot
 
@@ -180,10 +252,14 @@ class TermIndex:
         limit: int,
         *,
         types: Sequence[str] | None = None,
+        scope: Mapping[str, str] | None = None,
+        applies_to: Mapping[str, str] | None = None,
         coordinate: bool = True,
     ) -> dict[str, float] | None:
         """The namespace's `limit` best matches, best first: memory id -> relevance, None
-        while the index is not ready.
+        while the index is not ready. Only memories of these `types`, whose scope holds
+        every (key, value) of `scope`, and that apply to the request scope `applies_to`
+        (`scope_compatible`) compete for the places.
 
         Relevance is FTS5's bm25() (sign flipped) times, with `coordinate`, the share of
         the query's terms the memory holds (the coordination factor of classic Lucene
@@ -199,7 +275,7 @@ class TermIndex:
             ns_token(namespace),
             list(terms),
             limit,
-            types,
+            _Filter(types, scope, applies_to),
             coordinate,
         )
 
@@ -259,13 +335,13 @@ class TermIndex:
         token: str,
         terms: list[str],
         limit: int,
-        types: Sequence[str] | None,
+        wanted: _Filter,
         coordinate: bool,
     ) -> dict[str, float] | None:
         try:
             if not self._sync():
                 return None
-            return self._top(token, terms, limit, types, coordinate)
+            return self._top(token, terms, limit, wanted, coordinate)
         except Exception:
             log.exception("search index failed; rebuilding it")
             self.ready = False
@@ -281,17 +357,18 @@ class TermIndex:
         conn.execute("BEGIN")
         try:
             data.deletion_seq = _deletion_seq(conn)
-            types = {
-                (ns_token(ns), mid): t
-                for ns, mid, t in conn.execute("SELECT namespace, id, type FROM memories")
+            memories = {
+                (ns_token(ns), mid): (t, scope)
+                for ns, mid, t, scope in conn.execute(
+                    "SELECT namespace, id, type, scope FROM memories"
+                )
             }
             slot_of_rowid: dict[int, int] = {}
             cur = conn.execute("SELECT rowid, memory_id, ns FROM memories_fts ORDER BY rowid")
             while rows := self._fetch(cur):
                 for rowid, mid, token in rows:
-                    # Lengths are summed below; 1 is the namespace column's one token.
-                    type_ = types.get((token, mid), "")
-                    slot_of_rowid[rowid] = data.add(rowid, mid, token, type_, 1.0)
+                    memory = memories.get((token, mid))
+                    slot_of_rowid[rowid] = data.add(rowid, mid, token, memory)
             cur = conn.execute(
                 "SELECT term, doc FROM temp.index_postings WHERE col = 'content'"
             )  # term order, then row order
@@ -391,22 +468,22 @@ class TermIndex:
         wanted: dict[str, list[str]] = {}
         for _, mid, token, _ in rows:
             wanted.setdefault(token, []).append(mid)
-        types: dict[tuple[str, str], str] = {}
+        memories: dict[tuple[str, str], tuple[str, str | None]] = {}
         for token, ids in wanted.items():
             namespace = bytes.fromhex(token[1:-1]).decode()
             for lo in range(0, len(ids), 500):
                 chunk = ids[lo : lo + 500]
                 marks = ",".join("?" * len(chunk))
-                for mid, type_ in conn.execute(
-                    f"SELECT id, type FROM memories WHERE namespace = ? AND id IN ({marks})",
+                for mid, type_, scope in conn.execute(
+                    f"SELECT id, type, scope FROM memories WHERE namespace = ? AND id IN ({marks})",
                     (namespace, *chunk),
                 ):
-                    types[(token, mid)] = type_
+                    memories[(token, mid)] = (type_, scope)
         conn.executemany(probe.INSERT, [{"i": rowid, "q": text} for rowid, _, _, text in rows])
         counts = conn.execute(probe.TERM_COUNTS).fetchall()
         conn.execute(probe.CLEAR)
         slot_of_rowid = {
-            rowid: data.add(rowid, mid, token, types.get((token, mid), ""), 1.0)
+            rowid: data.add(rowid, mid, token, memories.get((token, mid)))
             for rowid, mid, token, _ in rows
         }
         for doc, term, tf in counts:
@@ -427,7 +504,7 @@ class TermIndex:
         token: str,
         terms: list[str],
         limit: int,
-        types: Sequence[str] | None,
+        wanted: _Filter,
         coordinate: bool,
     ) -> dict[str, float]:
         data = self._data
@@ -466,9 +543,13 @@ class TermIndex:
             matched[slots] = True
         found = np.flatnonzero(matched)  # every term's part is > 0: the slots scored
         found = found[np.frombuffer(data.ns, dtype=np.int32)[found] == code]
-        if types is not None:
-            codes = [data.type_codes[t] for t in types if t in data.type_codes]
+        if wanted.types is not None:
+            codes = [data.type_codes[t] for t in wanted.types if t in data.type_codes]
             found = found[np.isin(np.frombuffer(data.types, dtype=np.int32)[found], codes)]
+        if wanted.scope is not None:
+            found = found[data.scopes.matching(wanted.scope)[found]]
+        if wanted.applies_to is not None:
+            found = found[data.scopes.applying_to(wanted.applies_to)[found]]
         values = scores[found]
         if coordinate and terms:
             values *= held[found] / len(terms)
@@ -480,6 +561,13 @@ class TermIndex:
             found, values = found[keep], values[keep]
         best = np.lexsort((found, -values))[:limit]
         return {data.ids[int(found[i])]: float(values[i]) for i in best}
+
+
+@dataclass(frozen=True, slots=True)
+class _Filter:
+    types: Sequence[str] | None
+    scope: Mapping[str, str] | None
+    applies_to: Mapping[str, str] | None
 
 
 class _Closed(Exception):
