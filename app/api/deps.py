@@ -12,9 +12,10 @@ import random
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
+from fastapi.responses import JSONResponse
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.core.config import Settings
@@ -25,7 +26,7 @@ from app.services import audit
 from app.services.auth import Authenticator, Principal, Role
 from app.services.episode_writer import EpisodeWriter
 from app.services.episodes import EpisodeService
-from app.services.idempotency import KeyLocks
+from app.services.idempotency import KeptAnswer, KeyLocks, checked_key, digest
 from app.storage.blobs import BlobStore
 from app.worker.runner import Worker
 
@@ -185,6 +186,47 @@ ReaderDep = Annotated[Principal, Depends(require_reader)]
 AgentDep = Annotated[Principal, Depends(require_agent)]
 AdminDep = Annotated[Principal, Depends(require_admin)]
 OperatorDep = Annotated[Principal, Depends(require_operator)]
+
+
+async def hold_idempotency_key(
+    request: Request, principal: AgentDep, state: StateDep
+) -> AsyncIterator[str | None]:
+    """The request's Idempotency-Key, held for the request: a retry that arrives while the
+    first is answered waits for its commit (declared before the write session, so it is
+    released after the commit)."""
+    key = checked_key(request.headers.get("idempotency-key"))
+    if key is None:
+        yield None
+        return
+    async with state.key_locks.hold(principal.namespace, key):
+        yield key
+
+
+HeldKeyDep = Annotated[str | None, Depends(hold_idempotency_key, scope="function")]
+
+
+async def get_kept_answer(
+    request: Request, key: HeldKeyDep, principal: AgentDep, session: WriteSessionDep
+) -> KeptAnswer | None:
+    if key is None:
+        return None
+    return KeptAnswer(
+        session,
+        namespace=principal.namespace,
+        key=key,
+        operation=f"{request.method} {request.url.path}"[:512],
+        request_digest=digest(await request.body()),
+    )
+
+
+# For routes that create something in their write session: declare it before the session.
+KeptAnswerDep = Annotated[KeptAnswer | None, Depends(get_kept_answer)]
+
+
+def replayed(kept: tuple[int, Any]) -> JSONResponse:
+    """The first answer to a request made under an Idempotency-Key, for its retry."""
+    status_code, body = kept
+    return JSONResponse(body, status_code=status_code, headers={"Idempotent-Replayed": "true"})
 
 
 async def get_episode_service(request: Request) -> EpisodeService:

@@ -2,6 +2,7 @@ from app.models.api_key import ApiKey
 from app.models.audit import AuditEvent
 from app.models.base import Base
 from app.models.episode import Episode
+from app.models.idempotency import IdempotentRequest
 from app.models.learning import EpisodeLearning, Job, Pattern, Skill, SkillEvent
 from app.models.memory import Memory
 from app.models.rl import Reward, Transition
@@ -12,6 +13,7 @@ __all__ = [
     "Base",
     "Episode",
     "EpisodeLearning",
+    "IdempotentRequest",
     "Job",
     "Memory",
     "Pattern",

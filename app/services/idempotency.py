@@ -1,8 +1,10 @@
 """Retries with an `Idempotency-Key`: the key names what the first request created.
 
-A key maps to a fixed id in its namespace (a memory's, a recall's), so the record the
-first request wrote is found again by the retry, which returns it instead of writing a
-second one; the same key with a different request is a 409."""
+Writes that go through the writer's group commit (memories, recalls) map a key to a
+fixed id in its namespace, so the record the first request wrote is found again by the
+retry, which returns it instead of writing a second one. Writes made in a request's
+transaction (rewards, keys, supersedes) keep their answer in the same transaction
+(`KeptAnswer`). Either way the same key with another request is a 409."""
 
 from __future__ import annotations
 
@@ -11,8 +13,14 @@ import contextlib
 import hashlib
 import uuid
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
 
-from app.core.errors import InvalidInput
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.core.errors import Conflict, InvalidInput
+from app.models import IdempotentRequest
+from app.repositories.idempotency import IdempotencyRepository
 
 IDEMPOTENCY_KEY_MAX = 256
 _IDS = uuid.UUID("5b0c7f4e-7f0e-4d8a-9f7e-2f2b6a1e9c31")
@@ -68,3 +76,49 @@ class KeyLocks:
                 del self._locks[name]
             else:
                 self._locks[name] = (lock, users - 1)
+
+
+class KeptAnswer:
+    """A request made under an Idempotency-Key, in the transaction that does its work: the
+    answer is kept in that transaction, so a retry finds it exactly when the work is done."""
+
+    def __init__(
+        self,
+        session: AsyncSession,
+        *,
+        namespace: str,
+        key: str,
+        operation: str,
+        request_digest: str,
+    ) -> None:
+        self.repo = IdempotencyRepository(session)
+        self.namespace = namespace
+        self.key = key
+        self.operation = operation
+        self.request_digest = request_digest
+
+    async def replay(self) -> tuple[int, Any] | None:
+        """The first request's (status, answer), or None; a 409 if the key was used for
+        another request."""
+        record = await self.repo.get(self.namespace, self.key)
+        if record is None:
+            return None
+        if record.operation != self.operation or record.request_digest != self.request_digest:
+            raise Conflict(
+                f"this Idempotency-Key was used for another request ({record.operation})",
+                field="Idempotency-Key",
+            )
+        return record.status_code, record.response
+
+    async def keep(self, status_code: int, response: Any) -> None:
+        await self.repo.add(
+            IdempotentRequest(
+                namespace=self.namespace,
+                key=self.key,
+                operation=self.operation,
+                request_digest=self.request_digest,
+                status_code=status_code,
+                response=response,
+                created_at=datetime.now(UTC),
+            )
+        )

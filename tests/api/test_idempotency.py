@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from typing import Any
 
 import httpx
 
@@ -166,3 +168,55 @@ async def test_idempotency_key_must_be_short(client: httpx.AsyncClient) -> None:
         r = await client.post(path, json=body, headers=long)
         assert r.status_code == 422
         assert r.json()["field"] == "Idempotency-Key"
+
+
+async def test_keyed_rewards_keys_and_supersedes_replay(client: httpx.AsyncClient) -> None:
+    await client.post("/v1/episodes", json=episode_body("task-r"))
+    reward = {"task_id": "task-r", "value": 1.0}
+    headers = {"Idempotency-Key": "reward-1"}
+    first = await client.post("/v1/rewards", json=reward, headers=headers)
+    again = await client.post("/v1/rewards", json=reward, headers=headers)
+    assert first.status_code == again.status_code == 201, first.text
+    assert again.json() == first.json()
+    assert again.headers["idempotent-replayed"] == "true"
+    other = await client.post("/v1/rewards", json={**reward, "value": -1.0}, headers=headers)
+    assert other.status_code == 409
+    assert other.json()["field"] == "Idempotency-Key"
+    listed = (await client.get("/v1/rewards", params={"task_id": "task-r"})).json()["items"]
+    assert len(listed) == 1
+    # Under another key, another score for the episode is a second reward (episodes keep
+    # each one).
+    second = await client.post(
+        "/v1/rewards", json={**reward, "value": -1.0}, headers={"Idempotency-Key": "reward-2"}
+    )
+    assert second.status_code == 201
+    listed = (await client.get("/v1/rewards", params={"task_id": "task-r"})).json()["items"]
+    assert len(listed) == 2
+
+
+async def test_keyed_key_creation_makes_one_key(
+    client: httpx.AsyncClient, make_key: Callable[..., Any]
+) -> None:
+    admin = {"Authorization": f"Bearer {await make_key('ns', 'admin')}", "Idempotency-Key": "k"}
+    made = await client.post("/v1/keys", json={"role": "reader"}, headers=admin)
+    remade = await client.post("/v1/keys", json={"role": "reader"}, headers=admin)
+    assert made.status_code == remade.status_code == 201, made.text
+    assert remade.json()["key"] == made.json()["key"]
+    listed = (await client.get("/v1/keys", headers=admin)).json()["items"]
+    assert sorted(k["role"] for k in listed) == ["admin", "reader"]
+    bearer = {"Authorization": f"Bearer {made.json()['key']}"}
+    assert (await client.get("/v1/memories", headers=bearer)).status_code == 200
+
+
+async def test_keyed_supersede_replays(client: httpx.AsyncClient) -> None:
+    old = (await client.post("/v1/memories", json=MEMORY)).json()["id"]
+    headers = {"Idempotency-Key": "sup-1"}
+    new = {"content": "Never push to main."}
+    first = await client.post(f"/v1/memories/{old}/supersede", json=new, headers=headers)
+    again = await client.post(f"/v1/memories/{old}/supersede", json=new, headers=headers)
+    assert first.status_code == again.status_code == 201, first.text
+    assert again.json()["id"] == first.json()["id"]
+    assert again.headers["idempotent-replayed"] == "true"
+    # Without the key, the retry finds the memory superseded: a 409.
+    assert (await client.post(f"/v1/memories/{old}/supersede", json=new)).status_code == 409
+    assert await _memory_count(client) == 2

@@ -5,15 +5,18 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, status
+from fastapi.responses import JSONResponse
 
 from app.api.deps import (
     AdminDep,
+    KeptAnswerDep,
     SessionDep,
     SettingsDep,
     StateDep,
     WriteSessionDep,
     client_address,
     page_size,
+    replayed,
     write_session,
 )
 from app.core.errors import error_responses
@@ -21,6 +24,7 @@ from app.schemas.admin import AuditPage, KeyCreate, KeyCreated, KeyPage, KeyRead
 from app.schemas.common import stored_ident
 from app.services import audit
 from app.services.auth import Role
+from app.services.idempotency import IDEMPOTENCY_HEADER
 from app.services.keys import KeyService
 
 router = APIRouter(prefix="/v1", tags=["admin"])
@@ -31,13 +35,23 @@ Limit = Annotated[int | None, Query(ge=1)]
     "/keys",
     response_model=KeyCreated,
     status_code=status.HTTP_201_CREATED,
-    responses=error_responses(401, 403, 422, 503),
+    responses=error_responses(401, 403, 409, 422, 503),
+    openapi_extra={"parameters": [IDEMPOTENCY_HEADER]},
 )
 async def create_key(
-    body: KeyCreate, principal: AdminDep, session: WriteSessionDep, request: Request
-) -> KeyCreated:
-    """Create an API key; the key is in this answer only."""
+    body: KeyCreate,
+    kept: KeptAnswerDep,
+    principal: AdminDep,
+    session: WriteSessionDep,
+    request: Request,
+) -> KeyCreated | JSONResponse:
+    """Create an API key; the key is in this answer only (and, with an Idempotency-Key,
+    in a retry's)."""
+    if kept is not None and (first := await kept.replay()) is not None:
+        return replayed(first)
     created = await KeyService(session, client=client_address(request)).create(principal, body)
+    if kept is not None:
+        await kept.keep(status.HTTP_201_CREATED, created.model_dump(mode="json"))
     return created
 
 

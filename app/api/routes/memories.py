@@ -6,16 +6,19 @@ import re
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request, Response, status
+from fastapi.responses import JSONResponse
 
 from app.api.body import DirectRoute, json_body, json_bytes, parse_body
 from app.api.deps import (
     AgentDep,
+    KeptAnswerDep,
     ReaderDep,
     SessionDep,
     SettingsDep,
     WriteSessionDep,
     get_state,
     page_size,
+    replayed,
     require_agent,
 )
 from app.core.errors import InvalidInput, error_responses
@@ -181,14 +184,21 @@ async def restore_memory(
     status_code=status.HTTP_201_CREATED,
     response_model=MemoryRead,
     responses=error_responses(401, 403, 404, 409, 413, 422, 503),
+    openapi_extra={"parameters": [IDEMPOTENCY_HEADER]},
 )
 async def supersede_memory(
     memory_id: MemoryId,
     body: MemorySupersede,
+    kept: KeptAnswerDep,
     principal: AgentDep,
     session: WriteSessionDep,
     settings: SettingsDep,
-) -> MemoryRead:
+) -> MemoryRead | JSONResponse:
     """Replace with a new version (returned); the old one becomes superseded, atomically."""
+    if kept is not None and (first := await kept.replay()) is not None:
+        return replayed(first)
     service = _service(session, settings, principal)
-    return await service.supersede(principal.namespace, _memory_id(memory_id), body)
+    new = await service.supersede(principal.namespace, _memory_id(memory_id), body)
+    if kept is not None:
+        await kept.keep(status.HTTP_201_CREATED, new.model_dump(mode="json"))
+    return new

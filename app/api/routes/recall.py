@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response, status
+from fastapi.responses import JSONResponse
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.api.body import DirectRoute, json_body, parse_body
 from app.api.deps import (
     AgentDep,
     AppState,
+    KeptAnswerDep,
     ReaderDep,
     SessionDep,
     SettingsDep,
@@ -18,6 +20,7 @@ from app.api.deps import (
     WriteSessionDep,
     get_state,
     page_size,
+    replayed,
     require_agent,
 )
 from app.core.errors import error_responses
@@ -112,24 +115,33 @@ router.add_api_route(
         **error_responses(401, 403, 404, 409, 422, 503),
         200: {"description": "The same reward, repeated"},
     },
+    openapi_extra={"parameters": [IDEMPOTENCY_HEADER]},
 )
 async def create_reward(
     body: RewardCreate,
     response: Response,
+    kept: KeptAnswerDep,
     principal: AgentDep,
     session: WriteSessionDep,
     state: StateDep,
-) -> RewardRead:
+) -> RewardRead | JSONResponse:
     """Score a recall, an episode, or a task (its recalls and its episodes).
 
     A recall's transition is completed once (a different reward for it is a 409); an
-    episode keeps every reward it gets, and learning uses their mean."""
+    episode keeps every reward it gets, and learning uses their mean; with an
+    Idempotency-Key, a retry is the first answer and adds no reward."""
+    if kept is not None and (first := await kept.replay()) is not None:
+        return replayed(first)
     service = RewardService(session, learning=state.settings.learning)
     reward, created = await service.create(principal.namespace, body)
     if state.worker is not None:
         state.worker.wake()
     if not created:
         response.status_code = status.HTTP_200_OK
+    if kept is not None:
+        await kept.keep(
+            response.status_code or status.HTTP_201_CREATED, reward.model_dump(mode="json")
+        )
     return reward
 
 
