@@ -341,14 +341,13 @@ class MemoryRepository:
             except sqlite3.Error as exc:
                 raise as_sqlalchemy_error(sql, exc) from exc
 
-    async def existing(self, keys: set[tuple[str, str]]) -> set[tuple[str, str]]:
-        """Which of these (namespace, id) pairs are taken."""
+    async def existing(self, keys: set[tuple[str, str]]) -> dict[tuple[str, str], dict[str, Any]]:
+        """The rows (by column name) of these (namespace, id) pairs that are taken."""
         if not keys:
-            return set()
-        stmt = select(MEMORIES.c.namespace, MEMORIES.c.id).where(
-            tuple_(MEMORIES.c.namespace, MEMORIES.c.id).in_(list(keys))
-        )
-        return {(ns, mid) for ns, mid in await self.session.execute(stmt)}
+            return {}
+        stmt = select(MEMORIES).where(tuple_(MEMORIES.c.namespace, MEMORIES.c.id).in_(list(keys)))
+        rows = (await self.session.execute(stmt)).mappings()
+        return {(row["namespace"], row["id"]): dict(row) for row in rows}
 
     async def transition(
         self,
