@@ -5,7 +5,14 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from app.core.versions import Supported
+
+# GuardedHttpProtocol overrides private methods of uvicorn's httptools protocol and reads
+# its `cycle`; checked before it is imported. Tested: 0.30.0 and 0.54.0.
+UVICORN = Supported("uvicorn", at_least="0.30.0", below="0.55", user=__name__)
+UVICORN.check()
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol  # noqa: E402
 
 
 class GuardedHttpProtocol(HttpToolsProtocol):

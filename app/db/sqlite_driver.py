@@ -23,14 +23,24 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-import aiosqlite
-from sqlalchemy.dialects.sqlite.aiosqlite import (
+from app.core.versions import Supported
+
+# The classes below subclass SQLAlchemy's private aiosqlite adapter and use `await_`, which
+# 2.1 introduced; checked before they are imported. Tested: 2.1.0 and 2.1.9.
+SQLALCHEMY = Supported("sqlalchemy", at_least="2.1.0", below="2.2", user=__name__)
+SQLALCHEMY.check()
+# Statements run through aiosqlite's private `_execute` on its `_conn`. Tested: 0.20.0, 0.22.1.
+AIOSQLITE = Supported("aiosqlite", at_least="0.20.0", below="0.23", user=__name__)
+AIOSQLITE.check()
+
+import aiosqlite  # noqa: E402
+from sqlalchemy.dialects.sqlite.aiosqlite import (  # noqa: E402
     AsyncAdapt_aiosqlite_connection,
     AsyncAdapt_aiosqlite_cursor,
     AsyncAdapt_aiosqlite_dbapi,
 )
-from sqlalchemy.util import EMPTY_DICT
-from sqlalchemy.util.concurrency import await_
+from sqlalchemy.util import EMPTY_DICT  # noqa: E402
+from sqlalchemy.util.concurrency import await_  # noqa: E402
 
 _Outcome = tuple[Any, int, int | None, list[Any] | None, bool]
 
