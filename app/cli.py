@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
+import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Annotated, TypeVar
+from importlib import metadata
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
@@ -14,7 +16,7 @@ from app.core.config import Settings, get_settings
 from app.core.logging import configure_logging
 
 if TYPE_CHECKING:
-    from sqlalchemy.ext.asyncio import AsyncSession
+    from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
     from app.models import ApiKey
 
@@ -25,13 +27,48 @@ keys_cli = typer.Typer(help="Manage API keys.", no_args_is_help=True)
 cli.add_typer(keys_cli, name="keys")
 
 
-async def _preflight(settings: Settings) -> None:
-    """Migrate (when configured) and apply the protected-mode check before binding."""
-    from app.db.engine import create_engine, create_sessionmaker
-    from app.db.migrate import migrate as run_migrate
-    from app.services.auth import Authenticator
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"engram {metadata.version('engram')}")
+        raise typer.Exit()
+
+
+@cli.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version"),
+    ] = False,
+) -> None:
+    """Engram: self-learning episodic memory for AI agents."""
+
+
+async def _open_database(settings: Settings) -> AsyncEngine:
+    """The database's engine once it has answered a connection (DatabaseConfigError, saying
+    what to set, when the URL is unusable or the database does not answer)."""
+    from app.db.engine import check_connection, create_engine
 
     engine = create_engine(settings)
+    try:
+        await check_connection(engine)
+    except BaseException:
+        await engine.dispose()
+        raise
+    return engine
+
+
+async def _preflight(settings: Settings) -> None:
+    """Check the stores, migrate (when configured) and apply the protected-mode check
+    before binding."""
+    from app.db.engine import create_sessionmaker
+    from app.db.migrate import migrate as run_migrate
+    from app.services.auth import Authenticator
+    from app.storage.leveldb import LevelDBBlobStore
+
+    # One process per payload store: a second `engram serve` on the same directory stops
+    # here (StoreInUse) instead of failing inside the server's start-up.
+    LevelDBBlobStore(settings.blob_dir).close()
+    engine = await _open_database(settings)
     try:
         if settings.migrate_on_start:
             await run_migrate(engine)
@@ -49,7 +86,6 @@ def serve(
     import uvicorn
 
     from app.api.connection import protocol_with
-    from app.core.errors import StartupRefused
     from app.main import create_app
 
     settings = get_settings()
@@ -58,13 +94,10 @@ def serve(
     if port is not None:
         settings.port = port
     configure_logging(settings.log_level)
-    try:
-        # The lifespan checks this too; checking first gives a clean message and exit code.
-        asyncio.run(_preflight(settings))
-    except StartupRefused as exc:
-        typer.echo(f"engram: {exc}", err=True)
-        raise typer.Exit(2) from exc
-    app = create_app(settings)
+    # The lifespan checks this too; checking first gives a clean message and exit code.
+    asyncio.run(_preflight(settings))
+    # The preflight has migrated (when asked to): the lifespan need not do it again.
+    app = create_app(settings.model_copy(update={"migrate_on_start": False}))
     config = uvicorn.Config(
         app,
         host=settings.host,
@@ -82,13 +115,34 @@ def serve(
 
 
 @cli.command()
-def migrate() -> None:
+def migrate(
+    wait: Annotated[
+        float, typer.Option(help="Seconds to wait for the database to accept connections")
+    ] = 0,
+) -> None:
     """Apply database migrations."""
-    from app.db.engine import create_engine
+    from app.db.errors import DatabaseUnreachable
     from app.db.migrate import migrate as run_migrate
 
+    settings = get_settings()
+
     async def _run() -> None:
-        engine = create_engine(get_settings())
+        deadline = time.monotonic() + wait
+        waiting = False
+        while True:
+            try:
+                engine = await _open_database(settings)
+                break
+            except DatabaseUnreachable as exc:
+                # Only an unreachable database is waited for: a wrong URL fails at once.
+                if time.monotonic() >= deadline:
+                    raise
+                if not waiting:
+                    typer.echo(
+                        f"engram: waiting up to {wait:g} s for the database: {exc}", err=True
+                    )
+                    waiting = True
+                await asyncio.sleep(min(1.0, max(deadline - time.monotonic(), 0.05)))
         try:
             await run_migrate(engine)
         finally:
@@ -106,7 +160,7 @@ def worker(
     on the API so that it does not run one too)."""
     import signal
 
-    from app.db.engine import create_engine, create_sessionmaker
+    from app.db.engine import create_sessionmaker
     from app.db.migrate import migrate as run_migrate
     from app.worker.runner import Worker
 
@@ -114,7 +168,7 @@ def worker(
     configure_logging(settings.log_level)
 
     async def _run() -> int:
-        engine = create_engine(settings)
+        engine = await _open_database(settings)
         try:
             if settings.migrate_on_start:
                 await run_migrate(engine)
@@ -142,11 +196,11 @@ def worker(
 
 def _with_session(fn: Callable[[AsyncSession], Awaitable[T]]) -> T:
     """Run fn(session) against a migrated database, committing at the end."""
-    from app.db.engine import create_engine, create_sessionmaker
+    from app.db.engine import create_sessionmaker
     from app.db.migrate import migrate as run_migrate
 
     async def _run() -> T:
-        engine = create_engine(get_settings())
+        engine = await _open_database(get_settings())
         try:
             await run_migrate(engine)
             async with create_sessionmaker(engine, write=True)() as session:
@@ -269,11 +323,48 @@ def _backup_commands() -> None:
     cli.command("restore")(restore_command)
 
 
-_backup_commands()
+def _env_name(loc: tuple[Any, ...]) -> str:
+    return "ENGRAM_" + "__".join(str(part) for part in loc).upper()
+
+
+def _operator_error(exc: Exception) -> str | None:
+    """One line for a failure the operator fixes by changing the configuration or the
+    environment; None for anything else (a bug, shown with its traceback)."""
+    from pydantic import ValidationError
+
+    from app.core.errors import StartupRefused
+    from app.core.versions import UnsupportedVersion
+
+    if isinstance(exc, ValidationError) and exc.title == "Settings":
+        return "; ".join(
+            f"{_env_name(error['loc'])}: {error['msg'].removeprefix('Value error, ')}"
+            for error in exc.errors()
+        )
+    if isinstance(exc, StartupRefused | UnsupportedVersion):
+        return str(exc)
+    # Imported only now: with an unsupported SQLAlchemy they would fail to import.
+    from app.db.errors import DatabaseConfigError
+    from app.storage.blobs import BlobStoreError
+    from app.storage.snapshot import StoreInUse
+
+    if isinstance(exc, StoreInUse):
+        return f"{exc}: stop it, or give this one its own ENGRAM_BLOB_DIR"
+    if isinstance(exc, DatabaseConfigError | BlobStoreError):
+        return str(exc)
+    return None
 
 
 def main() -> None:
-    cli(sys.argv[1:])
+    try:
+        # Registered here: they import the stores, whose version checks may refuse.
+        _backup_commands()
+        cli(sys.argv[1:])
+    except Exception as exc:
+        message = _operator_error(exc)
+        if message is None:
+            raise
+        typer.echo(f"engram: {message}", err=True)
+        sys.exit(2)
 
 
 if __name__ == "__main__":

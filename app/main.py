@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.api.body import refuse_nul
 from app.api.deps import AppState
+from app.api.docs import install_docs
 from app.api.errors import install_error_handlers
 from app.api.guard import RequestGuard
 from app.api.metrics import JobDepth
@@ -189,6 +190,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         dependencies=[Depends(refuse_nul)],
         # Starlette's slash redirect builds its Location from the Host header.
         redirect_slashes=False,
+        # FastAPI's pages load Swagger UI and ReDoc from a CDN: install_docs serves them.
+        docs_url=None,
+        redoc_url=None,
     )
     install_error_handlers(app)
     install_openapi(app)
@@ -224,6 +228,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(learning.router)
     app.include_router(admin.router)
     app.include_router(backup.router)
+    install_docs(app)
     if metrics is not None:
         # Last: every other request is routed without trying this path first.
         app.state.job_depth = JobDepth(metrics, ttl_s=settings.metrics_cache_s)

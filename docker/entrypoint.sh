@@ -1,21 +1,15 @@
 #!/bin/sh
-# Engram container entrypoint: apply migrations (waiting for the database to
-# accept connections), then serve. Other arguments run `engram <args>`, e.g.
+# Engram container entrypoint: apply migrations (waiting up to ENGRAM_DB_WAIT_S seconds
+# for the database to accept connections), then serve without migrating again. Other
+# arguments run `engram <args>`, e.g.
 #   docker compose run --rm engram keys create --namespace default --role admin
 set -eu
 
 if [ "$#" -eq 0 ] || [ "$1" = "serve" ]; then
     [ "$#" -gt 0 ] && shift
-    wait_s="${ENGRAM_DB_WAIT_S:-30}"
-    start=$(date +%s)
-    until engram migrate; do
-        if [ $(( $(date +%s) - start )) -ge "$wait_s" ]; then
-            echo "entrypoint: database not reachable after ${wait_s}s" >&2
-            exit 1
-        fi
-        echo "entrypoint: database not ready, retrying" >&2
-        sleep 2
-    done
+    # Retries only while the database does not answer; a wrong URL fails at once.
+    engram migrate --wait "${ENGRAM_DB_WAIT_S:-30}"
+    export ENGRAM_MIGRATE_ON_START=false
     exec engram serve "$@"
 fi
 

@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from importlib import metadata
 from pathlib import Path
 
 import httpx
@@ -125,6 +126,9 @@ def test_docker_entrypoint_migrates_and_serves(settings: Settings, args: list[st
         url = f"http://127.0.0.1:{port}"
         wait_health(url, proc)
         assert httpx.get(f"{url}/ready").json()["stores"] == {"sql": "ok", "blobs": "ok"}
+        head = httpx.head(f"{url}/health")
+        assert head.status_code == 200
+        assert head.content == b""
         r = httpx.post(f"{url}/v1/episodes", json={"task_id": "t", "action": "a"})
         assert r.status_code == 201
     finally:
@@ -132,8 +136,29 @@ def test_docker_entrypoint_migrates_and_serves(settings: Settings, args: list[st
         # uvicorn re-raises the signal after a graceful shutdown.
         assert proc.wait(timeout=30) in (0, -signal.SIGTERM)
     output = proc.communicate(timeout=10)[0].decode()
-    assert "migrations applied" in output
+    # Migrated once, by the entrypoint's `engram migrate`; `serve` did not migrate again
+    # (Alembic logs its context each time it runs).
+    assert output.count("migrations applied") == 1
+    assert "alembic.runtime.migration" not in output
     assert "Application shutdown complete" in output
+
+
+def test_serve_migrates_once(settings: Settings) -> None:
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
+        env=env_for(settings),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        wait_health(f"http://127.0.0.1:{port}", proc)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) in (0, -signal.SIGTERM)
+    output = proc.communicate(timeout=10)[0].decode()
+    assert output.count('"msg":"Context impl') == 1, output
 
 
 def test_docker_entrypoint_runs_other_commands(settings: Settings) -> None:
@@ -199,3 +224,101 @@ def test_worker_runs_as_its_own_process(settings: Settings) -> None:
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=30)
+
+
+def one_line_error(r: subprocess.CompletedProcess[str]) -> str:
+    """The single line a failed command printed (exit code 2, no traceback)."""
+    assert r.returncode == 2, r.stderr
+    assert r.stdout == ""
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("engram: ")
+    return lines[0]
+
+
+def test_version(settings: Settings) -> None:
+    r = engram(settings, "--version")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == f"engram {metadata.version('engram')}\n"
+
+
+SERVE = ("serve", "--port", "0")
+
+
+@pytest.mark.parametrize(
+    ("url", "says", "commands"),
+    [
+        (
+            "libsql://engram-example.turso.io",
+            "libSQL/Turso is not supported yet",
+            [SERVE, ("worker",)],
+        ),
+        ("sqlite:///engram.db", "use sqlite+aiosqlite:///engram.db", [SERVE, ("migrate",)]),
+        (
+            "mysql://engram@127.0.0.1/engram",
+            "'mysql' databases are not supported",
+            [SERVE, ("keys", "list")],
+        ),
+        (
+            "postgresql+asyncpg://postgres@127.0.0.1:1/x",
+            "cannot connect to the database",
+            [SERVE, ("migrate",), ("worker",), ("keys", "list")],
+        ),
+    ],
+)
+def test_an_unusable_database_is_one_line(
+    settings: Settings, url: str, says: str, commands: list[tuple[str, ...]]
+) -> None:
+    db = settings.model_copy(update={"database_url": url})
+    for command in commands:
+        line = one_line_error(engram(db, *command))
+        assert says in line, (command, line)
+        assert "ENGRAM_DATABASE_URL" in line
+
+
+def test_migrate_waits_only_for_an_unreachable_database(settings: Settings) -> None:
+    unreachable = settings.model_copy(
+        update={"database_url": "postgresql+asyncpg://postgres@127.0.0.1:1/x"}
+    )
+    start = time.monotonic()
+    r = engram(unreachable, "migrate", "--wait", "1.5")
+    assert time.monotonic() - start >= 1.5
+    assert r.returncode == 2
+    waiting, failed = r.stderr.splitlines()
+    assert waiting.startswith("engram: waiting up to 1.5 s for the database")
+    assert failed.startswith("engram: cannot connect to the database")
+
+    wrong = settings.model_copy(update={"database_url": "mysql://engram@127.0.0.1/engram"})
+    start = time.monotonic()
+    one_line_error(engram(wrong, "migrate", "--wait", "30"))
+    assert time.monotonic() - start < 15
+
+
+@pytest.mark.parametrize("key", ["", "egk_too-short"])
+def test_serve_refuses_an_empty_or_short_bootstrap_key(settings: Settings, key: str) -> None:
+    r = engram(settings, "serve", "--port", str(free_port()), ENGRAM_BOOTSTRAP_KEY=key)
+    line = one_line_error(r)
+    assert "ENGRAM_BOOTSTRAP_KEY" in line
+    assert "32+ characters" in line
+    if key:
+        assert key not in line
+
+
+def test_a_second_serve_on_the_same_data_dir_is_one_line(settings: Settings) -> None:
+    port = free_port()
+    first = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
+        env=env_for(settings),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_health(f"http://127.0.0.1:{port}", first)
+        line = one_line_error(engram(settings, "serve", "--port", str(free_port())))
+        assert "is in use by another Engram process" in line
+        assert "ENGRAM_BLOB_DIR" in line
+        assert first.poll() is None
+    finally:
+        first.send_signal(signal.SIGTERM)
+        assert first.wait(timeout=30) in (0, -signal.SIGTERM)

@@ -17,6 +17,10 @@ LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 _ORIGIN = re.compile(r"^https?://[^/\s]+$")
 
 
+# A bootstrap key shorter than this is refused: `engram keys create` makes 47 characters.
+MIN_BOOTSTRAP_KEY_CHARS = 32
+
+
 class AuthMode(StrEnum):
     # auto: keys are required once one exists; before that the service runs open
     # in namespace "default", which protected mode allows only on loopback.
@@ -122,6 +126,8 @@ class Settings(BaseSettings):
         env_nested_delimiter="__",
         env_file=None,
         extra="ignore",
+        # Errors name the variable, never its value: some are secrets (keys, passwords).
+        hide_input_in_errors=True,
     )
 
     database_url: str = "sqlite+aiosqlite:///./data/engram.db"
@@ -191,6 +197,20 @@ class Settings(BaseSettings):
         if bound not in ("", "0.0.0.0", "::"):
             hosts.append(bound)
         return hosts
+
+    @field_validator("bootstrap_key")
+    @classmethod
+    def _bootstrap_key_long_enough(cls, key: SecretStr | None) -> SecretStr | None:
+        # An empty value (compose's `${ENGRAM_API_KEY:-}` with the variable unset) once
+        # became a random operator key that nobody knew: every request was a 401.
+        if key is not None and len(key.get_secret_value()) < MIN_BOOTSTRAP_KEY_CHARS:
+            raise ValueError(
+                f"the key is {'empty' if not key.get_secret_value() else 'too short'}: "
+                f"set it to a random key of {MIN_BOOTSTRAP_KEY_CHARS}+ characters, e.g. "
+                """the output of `python3 -c 'import secrets; print("egk_" + """
+                """secrets.token_urlsafe(32))'`, or unset it"""
+            )
+        return key
 
     @property
     def is_sqlite(self) -> bool:

@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -20,6 +21,7 @@ from sqlalchemy.ext.asyncio import (
 
 from app.core.config import Settings
 from app.db import checkpoint, probe, sqlite_driver
+from app.db.errors import DatabaseConfigError, DatabaseUnreachable, is_store_outage, outage_reason
 
 WRITE_OPTION = "engram_write"
 
@@ -95,27 +97,63 @@ def _postgres_engine(settings: Settings) -> AsyncEngine:
     )
 
 
-def _libsql_engine(settings: Settings) -> AsyncEngine:
-    raise NotImplementedError(
-        "libSQL/Turso URLs are not supported yet; use sqlite+aiosqlite:// or postgresql+asyncpg://"
-    )
-
-
-_FACTORIES: dict[str, Callable[[Settings], AsyncEngine]] = {
-    "sqlite": _sqlite_engine,
-    "postgresql": _postgres_engine,
-    "libsql": _libsql_engine,
-    "sqlite+libsql": _libsql_engine,
+# Each backend with the one async driver it is written for.
+_FACTORIES: dict[str, tuple[str, Callable[[Settings], AsyncEngine]]] = {
+    "sqlite": ("aiosqlite", _sqlite_engine),
+    "postgresql": ("asyncpg", _postgres_engine),
 }
+_EXAMPLES = "sqlite+aiosqlite:///./data/engram.db or postgresql+asyncpg://user:password@host/db"
 
 
 def create_engine(settings: Settings) -> AsyncEngine:
-    url = make_url(settings.database_url)
-    backend = url.drivername
-    factory = _FACTORIES.get(backend) or _FACTORIES.get(url.get_backend_name())
-    if factory is None:
-        raise ValueError(f"unsupported database URL scheme {backend!r}")
-    return factory(settings)
+    """The engine for ENGRAM_DATABASE_URL; DatabaseConfigError, saying what to set, for a
+    URL Engram cannot use."""
+    try:
+        url = make_url(settings.database_url)
+    except ArgumentError:
+        raise DatabaseConfigError(
+            f"ENGRAM_DATABASE_URL is not a database URL; use {_EXAMPLES}"
+        ) from None
+    # From the URL's text: asking SQLAlchemy would load (or fail to find) the dialect.
+    backend, _, driver = url.drivername.partition("+")
+    if "libsql" in (backend, driver):
+        raise DatabaseConfigError(
+            f"ENGRAM_DATABASE_URL: libSQL/Turso is not supported yet; use {_EXAMPLES}"
+        )
+    if backend not in _FACTORIES:
+        raise DatabaseConfigError(
+            f"ENGRAM_DATABASE_URL: {backend!r} databases are not supported; use {_EXAMPLES}"
+        )
+    wanted, factory = _FACTORIES[backend]
+    if driver != wanted:
+        fixed = url.set(drivername=f"{backend}+{wanted}").render_as_string(hide_password=True)
+        raise DatabaseConfigError(
+            f"ENGRAM_DATABASE_URL: Engram reaches {backend} through {wanted}: use {fixed}"
+        )
+    try:
+        return factory(settings)
+    except OSError as exc:  # SQLite: the file's directory cannot be created
+        message = f"ENGRAM_DATABASE_URL: cannot create the database: {exc}"
+        raise DatabaseConfigError(message) from exc
+
+
+async def check_connection(engine: AsyncEngine) -> None:
+    """Connect once; DatabaseUnreachable, saying what to check, if that fails."""
+    try:
+        async with engine.connect():
+            pass
+    except Exception as exc:
+        if not (is_store_outage(exc) or isinstance(exc, DBAPIError)):
+            raise
+        where = engine.url.render_as_string(hide_password=True)
+        check = (
+            "check ENGRAM_DATABASE_URL (a file in a directory this user may write)"
+            if engine.url.get_backend_name() == "sqlite"
+            else "check ENGRAM_DATABASE_URL and that the server is running and reachable"
+        )
+        raise DatabaseUnreachable(
+            f"cannot connect to the database {where} ({outage_reason(exc)}): {check}"
+        ) from exc
 
 
 @contextlib.asynccontextmanager

@@ -46,3 +46,11 @@ def outage_reason(exc: BaseException) -> str:
     message = message.split("\n[SQL:", 1)[0].rsplit(">: ", 1)[-1].strip()[:200]
     name = type(cause).__name__
     return f"{name}: {message}" if message else name
+
+
+class DatabaseConfigError(RuntimeError):
+    """ENGRAM_DATABASE_URL names a database Engram cannot use; the message says what to set."""
+
+
+class DatabaseUnreachable(DatabaseConfigError):
+    """The database did not accept a connection (not running, wrong host, name or user)."""

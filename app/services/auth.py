@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, TypeVar
 
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.core.config import AuthMode, Settings
@@ -147,16 +148,28 @@ class Authenticator:
         async with self._sessionmaker() as session:
             repo = ApiKeyRepository(session)
             if self.settings.bootstrap_key is not None:
+                # Stored once per key: `engram serve` calls this before binding and the
+                # lifespan again, and every restart does. The key's hash is unique, so an
+                # insert that finds it already there (revoked, or stored at the same time
+                # by another process) changes nothing.
                 key = self.settings.bootstrap_key.get_secret_value()
                 if await repo.by_hash(hash_key(key)) is None:
-                    await create_key(
-                        session,
-                        namespace=DEFAULT_NAMESPACE,
-                        role=Role.OPERATOR,
-                        name="bootstrap",
-                        key=key,
-                    )
-                    log.info("stored the bootstrap key as an operator key (namespace default)")
+                    try:
+                        async with session.begin_nested():
+                            await create_key(
+                                session,
+                                namespace=DEFAULT_NAMESPACE,
+                                role=Role.OPERATOR,
+                                name="bootstrap",
+                                key=key,
+                            )
+                        log.info("stored the bootstrap key as an operator key (namespace default)")
+                    except IntegrityError:
+                        if await repo.by_hash(hash_key(key)) is None:
+                            log.warning(
+                                "the bootstrap key (ENGRAM_BOOTSTRAP_KEY) was revoked: it is "
+                                "not stored again and does not authenticate"
+                            )
             active = await repo.count_active()
             await session.commit()
         self._keys_exist = (time.monotonic(), active > 0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
@@ -22,6 +22,12 @@ PUBLIC: dict[str, Any] = {"security": []}
 async def health() -> dict[str, str]:
     """Liveness: the process answers."""
     return {"status": "ok"}
+
+
+@router.head("/health", openapi_extra=PUBLIC, response_class=Response)
+async def health_head() -> Response:
+    """Liveness for probes that send HEAD: 200 with no body."""
+    return Response(status_code=200)
 
 
 @router.get(
