@@ -1,16 +1,37 @@
-# Engram: slim, non-root image that migrates and serves on start.
-FROM python:3.11-slim AS build
+# Engram: slim, non-root image that migrates and serves on start (linux/amd64 and
+# linux/arm64). The versions installed are those of constraints.txt.
+FROM python:3.11-slim-bookworm AS build
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+# plyvel publishes wheels for x86_64 only: elsewhere pip compiles it, which needs a C++
+# compiler and LevelDB's headers and shared library (plyvel links against the system's).
+# Debian's package versions are those of the pinned base image's release.
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends build-essential libleveldb-dev \
+    && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
-COPY pyproject.toml README.md alembic.ini ./
+COPY pyproject.toml README.md alembic.ini constraints.txt ./
 COPY app ./app
 COPY migrations ./migrations
-RUN python -m venv /opt/engram && /opt/engram/bin/pip install .
+RUN python -m venv /opt/engram && /opt/engram/bin/pip install -c constraints.txt .
+# The runtime stage installs Debian's LevelDB only if plyvel was compiled against it (a
+# wheel carries its own copy).
+RUN if ldd /opt/engram/lib/python3.11/site-packages/plyvel/_plyvel*.so \
+        | grep 'libleveldb\.so' >/dev/null; \
+    then echo libleveldb1d; fi > /opt/engram/apt-packages
 
-FROM python:3.11-slim
-RUN groupadd --system engram \
-    && useradd --system --gid engram --home-dir /var/lib/engram --create-home engram
+FROM python:3.11-slim-bookworm
 COPY --from=build /opt/engram /opt/engram
+# hadolint ignore=DL3008
+RUN packages="$(cat /opt/engram/apt-packages)" \
+    && if [ -n "$packages" ]; then \
+        apt-get update \
+        && apt-get install -y --no-install-recommends "$packages" \
+        && rm -rf /var/lib/apt/lists/*; \
+    fi \
+    && groupadd --system --gid 10001 engram \
+    && useradd --system --uid 10001 --gid engram --home-dir /var/lib/engram --create-home engram
 COPY docker/entrypoint.sh /usr/local/bin/engram-entrypoint
 ENV PATH=/opt/engram/bin:$PATH \
     PYTHONUNBUFFERED=1 \
@@ -18,11 +39,12 @@ ENV PATH=/opt/engram/bin:$PATH \
     ENGRAM_PORT=8080 \
     ENGRAM_DATABASE_URL=sqlite+aiosqlite:////var/lib/engram/engram.db \
     ENGRAM_BLOB_DIR=/var/lib/engram/blobs
-USER engram
+# Numeric, so that a runtime can tell it is not root (Kubernetes' runAsNonRoot).
+USER 10001:10001
 WORKDIR /var/lib/engram
 VOLUME ["/var/lib/engram"]
 EXPOSE 8080
 HEALTHCHECK --interval=15s --timeout=3s --start-period=30s --retries=3 \
-    CMD python -c "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/health' % os.environ.get('ENGRAM_PORT', '8080'), timeout=2)"
+    CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/health' % os.environ.get('ENGRAM_PORT', '8080'), timeout=2)"]
 ENTRYPOINT ["engram-entrypoint"]
 CMD ["serve"]
