@@ -162,6 +162,8 @@ class Authenticator:
                                 role=Role.OPERATOR,
                                 name="bootstrap",
                                 key=key,
+                                # The operator's own key reads every memory.
+                                max_sensitivity="restricted",
                             )
                         log.info("stored the bootstrap key as an operator key (namespace default)")
                     except IntegrityError:

@@ -67,6 +67,7 @@ async def test_the_bootstrap_key_is_stored_once_across_starts(settings: Settings
     assert len(rows) == 1
     assert rows[0].role == "operator"
     assert rows[0].namespace == "default"
+    assert rows[0].max_sensitivity == "restricted"  # the operator's own key reads everything
 
 
 async def test_a_revoked_bootstrap_key_stays_revoked(settings: Settings) -> None:
