@@ -17,10 +17,16 @@ from app.api.body import refuse_nul
 from app.api.deps import AppState
 from app.api.docs import install_docs
 from app.api.errors import install_error_handlers
-from app.api.guard import RequestGuard
 from app.api.metrics import JobDepth
 from app.api.metrics import router as metrics_router
-from app.api.middleware import EngramMiddleware, Load
+from app.api.middleware import (
+    AccessLog,
+    BodyLimits,
+    Load,
+    RequestContext,
+    RequestGuard,
+    SecurityHeaders,
+)
 from app.api.openapi import install_openapi
 from app.api.routes import admin, backup, episodes, health, learning, memories, recall, rl
 from app.core.config import Settings, get_settings
@@ -204,18 +210,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             allow_headers=["Authorization", "Content-Type", "Idempotency-Key", "X-API-Key"],
             expose_headers=["Location", "Link", "X-Request-Id", "Idempotent-Replayed"],
         )
-    # Inside the request-id middleware, so refusals are logged and counted like any answer.
+    # Each one added wraps those added before it: refusals and the 413, 408 and 500
+    # answers carry the id and security headers, and are logged and counted.
     app.add_middleware(
         RequestGuard, allowed_hosts=settings.trusted_hosts, cors_origins=settings.cors_origins
     )
     app.add_middleware(
-        EngramMiddleware,
+        BodyLimits,
         max_body_bytes=settings.limits.max_body_bytes,
-        log_requests=settings.log_requests,
         body_timeout_s=settings.limits.body_timeout_s,
-        load=load,
-        metrics=metrics,
     )
+    app.add_middleware(AccessLog, log_requests=settings.log_requests, load=load, metrics=metrics)
+    app.add_middleware(SecurityHeaders)
+    app.add_middleware(RequestContext)
     app.state.metrics = metrics
     # Routes are tried in order, and each one tried costs (matching POST /v1/recall
     # behind the episode and memory routes took 40 µs, first 11 µs): the calls agents make
