@@ -77,6 +77,16 @@ class EpisodeRepository:
             counts.update({(ns, eid): n for ns, eid, n in await self.session.execute(stmt)})
         return counts
 
+    async def of_task(self, namespace: str, task_id: str) -> list[Episode]:
+        """A task's episodes, oldest first (at most 1,000)."""
+        stmt = (
+            select(Episode)
+            .where(Episode.namespace == namespace, Episode.task_id == task_id)
+            .order_by(Episode.created_at, Episode.id)
+            .limit(1000)
+        )
+        return list(await self.session.scalars(stmt))
+
     async def list(
         self,
         namespace: str,

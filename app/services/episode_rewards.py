@@ -12,7 +12,8 @@ from app.core.config import Learning
 from app.core.errors import Conflict, NotFound
 from app.learning.episode_reward import EPISODE_SPEC_VERSION, episode_reward
 from app.models import Episode, Reward
-from app.repositories.learning import LearningRepository
+from app.repositories.episode_learning import EpisodeLearningRepository
+from app.repositories.episodes import EpisodeRepository
 from app.repositories.rl import RewardRepository
 from app.schemas.recall import EpisodeScore, RewardCreate
 from app.services.ids import uuid7
@@ -33,7 +34,7 @@ async def target_episodes(
         return [episode]
     if data.task_id is None or data.recall_id is not None:
         return []
-    return await LearningRepository(session).episodes_of_task(namespace, data.task_id)
+    return await EpisodeRepository(session).of_task(namespace, data.task_id)
 
 
 def score(reward: Reward) -> EpisodeScore:
@@ -58,8 +59,8 @@ async def score_episodes(
     settings: Learning,
 ) -> tuple[list[Reward], bool]:
     """One reward row per episode (the same request again reuses its rows)."""
-    repo = LearningRepository(session)
-    existing = await repo.reward_scalars(namespace, [e.id for e in episodes])
+    repo = EpisodeLearningRepository(session)
+    existing = await repo.rewards(namespace, [e.id for e in episodes])
     rewards: list[Reward] = []
     new: list[Reward] = []
     baselines: dict[str, Any] = {}

@@ -32,9 +32,9 @@ from app.db import sqlite_driver
 from app.db.engine import create_sessionmaker
 from app.db.errors import is_store_outage, outage_reason
 from app.db.rows import as_sqlalchemy_error, compiled_insert
+from app.repositories.episode_learning import EpisodeLearningRepository
 from app.repositories.episodes import EpisodeRepository, Key
 from app.repositories.jobs import JobRepository
-from app.repositories.learning import LearningRepository
 from app.repositories.memories import MEMORIES, MemoryRepository, MemoryUsageRepository
 from app.repositories.rl import LINK_PREVIOUS_SQLITE, TRANSITIONS, TransitionRepository, chain
 from app.services.episode_records import NewEpisode, StepsPayload, step_totals
@@ -537,7 +537,7 @@ class EpisodeWriter:
         for key, values in batch.updates.items():
             if key not in batch.deletes:
                 await repo.update_values(key, values)
-        learning = LearningRepository(session)
+        learning = EpisodeLearningRepository(session)
         for key in batch.deletes:
             await repo.delete(key)
             await learning.forget_reflection(*key, now=datetime.now(UTC))

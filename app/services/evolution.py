@@ -1,6 +1,7 @@
 """Skill evolution: create, activate, refine, specialise, merge, compose and retire
-skills from a bounded window of each task type's latest episodes; keep failure
-patterns current. Every change is a skill event with its reason and evidence.
+skills from a bounded window of each task type's latest episodes; keep the procedure
+and failure patterns current (derived_patterns.py). Every change is a skill event
+with its reason and evidence.
 Runs in the job's session; never commits."""
 
 from __future__ import annotations
@@ -9,7 +10,10 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from app.learning.mining import context_features, pattern_id, wilson_ucb
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.core.config import Learning
+from app.learning.mining import context_features
 from app.learning.reflection import action_key
 from app.learning.skills import (
     EpisodeView,
@@ -22,6 +26,9 @@ from app.learning.skills import (
     unneeded,
 )
 from app.models import Pattern, Skill
+from app.repositories.episode_learning import EpisodeLearningRepository
+from app.repositories.patterns import PatternRepository
+from app.services.derived_patterns import save_procedure_pattern, update_failure_patterns
 from app.services.skill_records import SkillRecords, actions, known_recoveries
 
 REFINE_MARGIN = 0.05
@@ -31,26 +38,37 @@ RECOVERY_SUPPORT = 2
 class EvolutionService(SkillRecords):
     """The decisions of one evolution pass (SkillRecords writes them down)."""
 
+    def __init__(self, session: AsyncSession, *, settings: Learning) -> None:
+        super().__init__(session, settings=settings)
+        self.episodes = EpisodeLearningRepository(session)
+        self.patterns = PatternRepository(session)
+
     async def evolve(self, namespace: str, task_types: list[str]) -> list[dict[str, Any]]:
         """One evolution pass over these task types; returns the changes made."""
         now = datetime.now(UTC)
         for task_type in sorted(set(task_types)):
             await self._evolve_type(namespace, task_type, now)
-            await self._failure_patterns(namespace, task_type, now)
-        await self.repo.insert_events(self._events)
+            await update_failure_patterns(
+                self.session,
+                namespace,
+                task_type=task_type,
+                now=now,
+                min_support=self.settings.min_support,
+            )
+        await self.skills.insert_events(self._events)
         await self.session.flush()
         return self.changes
 
     async def _window(self, namespace: str, task_type: str) -> list[EpisodeView]:
-        since = await self.repo.last_retirement(namespace, task_type)
+        since = await self.skills.last_retirement(namespace, task_type)
         retired_now = [k.retired_at for k in self._retired if k.task_type == task_type]
         if retired_now and retired_now[-1] is not None:
             # What this pass just retired is not in the database yet.
             since = max(since or retired_now[-1], retired_now[-1])
-        rows = await self.repo.window(
+        rows = await self.episodes.window(
             namespace, task_type or None, since=since, limit=self.settings.window
         )
-        learned = await self.repo.learned(namespace, [r.id for r in rows])
+        learned = await self.episodes.learned(namespace, [r.id for r in rows])
         views = []
         for row in rows:
             record = learned.get(row.id)
@@ -72,7 +90,7 @@ class EvolutionService(SkillRecords):
 
     async def _evolve_type(self, namespace: str, task_type: str, now: datetime) -> None:
         s = self.settings
-        skills = await self.repo.skills_of_type(namespace, task_type)
+        skills = await self.skills.of_type(namespace, task_type)
         live = [k for k in skills if k.status != "retired"]
         for skill in live:
             reason = retire_reason(
@@ -95,7 +113,9 @@ class EvolutionService(SkillRecords):
             fixes=await self._fixes(namespace, task_type),
         )
         if proc is not None:
-            await self._procedure_pattern(namespace, task_type, proc, now)
+            await save_procedure_pattern(
+                self.session, namespace, task_type=task_type, procedure=proc, now=now
+            )
         if proc is not None and proc.support >= s.skill_min_support and self._beats_base(proc):
             generic = [k for k in live if not k.trigger.get("context")]
             similar = max(generic, key=lambda k: jaccard(actions(k), proc.steps), default=None)
@@ -121,7 +141,7 @@ class EvolutionService(SkillRecords):
         """For each failing action, what recovered it: the mined recovery pattern seen most
         often in successful episodes (at least RECOVERY_SUPPORT of them)."""
         best: dict[str, Pattern] = {}
-        for p in await self.repo.patterns_of(namespace, task_type, ["recovery"]):
+        for p in await self.patterns.of_kinds(namespace, task_type, ["recovery"]):
             failed = p.items[0]
             if p.successes >= RECOVERY_SUPPORT:
                 if failed not in best or p.successes > best[failed].successes:
@@ -236,11 +256,11 @@ class EvolutionService(SkillRecords):
     ) -> None:
         """Skills that reliably follow each other in successful episodes become one."""
         s = self.settings
-        chains = await self.repo.patterns_of(namespace, task_type, ["skill_chain"])
+        chains = await self.patterns.of_kinds(namespace, task_type, ["skill_chain"])
         for chain in chains:
             if chain.support < s.min_support or chain.lcb < s.activate_lcb:
                 continue
-            parents = await self.repo.skills_for(namespace, chain.items)
+            parents = await self.skills.named(namespace, chain.items)
             if len(chain.items) != 2 or any(p not in parents for p in chain.items):
                 continue
             first, second = parents[chain.items[0]], parents[chain.items[1]]
@@ -271,67 +291,3 @@ class EvolutionService(SkillRecords):
                     namespace, task_type, proc, now, parents=ids, kind="composed", reason=reason
                 )
             )
-
-    async def _procedure_pattern(
-        self, namespace: str, task_type: str, proc: Procedure, now: datetime
-    ) -> None:
-        """The task type's current procedure as a pattern: the longest action sequence its
-        recent successes share (counted on the window, unlike the running counters)."""
-        pid = pattern_id("procedure", task_type, "")
-        row = await self.session.get(Pattern, (namespace, pid))
-        if row is None:
-            row = Pattern(
-                namespace=namespace, id=pid, kind="procedure", task_type=task_type, created_at=now
-            )
-            self.session.add(row)
-        row.signature = " > ".join(proc.steps)
-        row.items = list(proc.steps)
-        row.support = proc.support
-        row.successes = proc.successes
-        row.reward_count = proc.support
-        row.reward_sum = (proc.mean_reward or 0.0) * proc.support
-        row.success_rate = proc.success_rate
-        row.mean_reward = proc.mean_reward
-        row.lcb = proc.lcb
-        row.evidence = list(proc.evidence)
-        row.updated_at = now
-
-    async def _failure_patterns(self, namespace: str, task_type: str, now: datetime) -> None:
-        """Actions whose success rate is significantly below the task type's base rate."""
-        rows = await self.repo.patterns_of(namespace, task_type, ["task", "action", "failure"])
-        base = next((p for p in rows if p.kind == "task"), None)
-        if base is None or base.support == 0:
-            return
-        failures = {p.signature: p for p in rows if p.kind == "failure"}
-        for action in (p for p in rows if p.kind == "action"):
-            bad = (
-                action.support >= self.settings.min_support
-                and wilson_ucb(action.successes, action.support) < base.success_rate
-            )
-            row = failures.get(action.signature)
-            if bad:
-                if row is None:
-                    row = Pattern(
-                        namespace=namespace,
-                        id=pattern_id("failure", task_type, action.signature),
-                        kind="failure",
-                        task_type=task_type,
-                        signature=action.signature,
-                        items=list(action.items),
-                        created_at=now,
-                    )
-                    self.session.add(row)
-                for col in (
-                    "support",
-                    "successes",
-                    "reward_sum",
-                    "reward_count",
-                    "success_rate",
-                    "mean_reward",
-                    "lcb",
-                    "evidence",
-                ):
-                    setattr(row, col, getattr(action, col))
-                row.updated_at = now
-            elif row is not None:
-                await self.session.delete(row)

@@ -1,6 +1,6 @@
 """Learning from episodes: reflect on each, count its patterns, credit the skills it
-applied; correct all of it exactly when a later reward changes the episode's score.
-Runs in the job's session; never commits."""
+applied (learning_credit.py corrects all of it when a later reward changes the
+episode's score). Runs in the job's session; never commits."""
 
 from __future__ import annotations
 
@@ -22,9 +22,11 @@ from app.learning.episode_reward import (
 )
 from app.learning.mining import context_features, episode_patterns, pattern_id, wilson_lcb
 from app.learning.reflection import action_key, reflect
-from app.models import EpisodeLearning, Reward, Skill
-from app.repositories.learning import LearningRepository
+from app.models import Reward, Skill
+from app.repositories.episode_learning import EpisodeLearningRepository
 from app.repositories.memories import MemoryRepository
+from app.repositories.patterns import PatternRepository
+from app.repositories.skills import SkillRepository
 from app.services.ids import uuid7
 from app.services.memories import new_memory
 
@@ -90,7 +92,9 @@ class LearningService:
     def __init__(self, session: AsyncSession, *, settings: Learning) -> None:
         self.session = session
         self.settings = settings
-        self.repo = LearningRepository(session)
+        self.episodes = EpisodeLearningRepository(session)
+        self.patterns = PatternRepository(session)
+        self.skills = SkillRepository(session)
         self.memories = MemoryRepository(session)
 
     async def _references(
@@ -113,29 +117,29 @@ class LearningService:
     async def _read_references(
         self, namespace: str, task_type: str
     ) -> tuple[Baseline, list[str] | None]:
-        rows = await self.repo.recent_sizes(
+        rows = await self.episodes.recent_sizes(
             namespace, task_type or None, limit=self.settings.window
         )
-        for skill in await self.repo.skills_of_type(namespace, task_type):
+        for skill in await self.skills.of_type(namespace, task_type):
             if skill.status == "active" and not skill.trigger.get("context"):
                 return baseline_of(rows), [s["action"] for s in skill.steps]
-        best = await self.repo.shortest_success(namespace, task_type or None, among=50)
+        best = await self.episodes.shortest_success(namespace, task_type or None, among=50)
         reference = [action_key(s) for s in best] if best is not None else None
         return baseline_of(rows), reference
 
     async def learn(self, namespace: str, episode_ids: Sequence[str]) -> dict[str, Any]:
         """Take in completed episodes not learned yet (learning one twice changes nothing)."""
-        rows = await self.repo.episodes(namespace, episode_ids)
-        done = await self.repo.learned(namespace, [r.id for r in rows])
+        rows = await self.episodes.completed(namespace, episode_ids)
+        done = await self.episodes.learned(namespace, [r.id for r in rows])
         rows = [r for r in rows if r.id not in done]
         if not rows:
             return {"learned": 0, "task_types": []}
-        rewards = await self.repo.reward_scalars(namespace, [r.id for r in rows])
+        rewards = await self.episodes.rewards(namespace, [r.id for r in rows])
         refs = {}
         for task_type in sorted({r.task_type or "" for r in rows}):
             refs[task_type] = await self._references(namespace, task_type)
         names = sorted({name for r in rows for name in r.skills_applied})
-        skills = await self.repo.skills_for(namespace, names, lock=True)
+        skills = await self.skills.named(namespace, names, lock=True)
         counts: dict[str, _Counts] = {}
         memories: list[dict[str, Any]] = []
         learned: list[dict[str, Any]] = []
@@ -184,7 +188,7 @@ class LearningService:
             )
         await self._count(namespace, counts, now)
         await self.memories.insert_many(memories)
-        await self.repo.insert_learned(learned)
+        await self.episodes.insert_many(learned)
         return {
             "learned": len(rows),
             "reflections": [m["id"] for m in memories],
@@ -258,7 +262,7 @@ class LearningService:
             }
             for pid, c in counts.items()
         }
-        existing = await self.repo.counters_for_update(namespace, fresh)
+        existing = await self.patterns.counters_for_update(namespace, fresh)
         changed = []
         for pid, c in counts.items():
             row = existing[pid]
@@ -270,49 +274,7 @@ class LearningService:
             row["evidence"] = [*row["evidence"], *c.evidence][-MAX_EVIDENCE:]
             row["updated_at"] = now
             refresh(row)
-        await self.repo.update_pattern_counters(changed)
-
-    async def credit(self, namespace: str, episode_ids: Sequence[str]) -> dict[str, Any]:
-        """Bring learned episodes in line with their rewards: only the difference between
-        what was counted and what is due is applied, so crediting twice changes nothing."""
-        learned = await self.repo.learned(namespace, episode_ids)
-        rows = {r.id: r for r in await self.repo.episodes(namespace, list(learned))}
-        rewards = await self.repo.reward_scalars(namespace, list(learned))
-        changed: list[EpisodeLearning] = []
-        deltas: dict[str, tuple[int, float]] = {}
-        skill_ids = sorted({sid for record in learned.values() for sid in record.skill_ids})
-        skills = await self.repo.skills_for(namespace, skill_ids, lock=True)
-        for eid, record in learned.items():
-            row = rows.get(eid)
-            if row is None:
-                continue
-            success, reward = judged(row, rewards.get(eid, []), record.reward)
-            d_success = int(success) - int(record.success)
-            d_reward = reward - record.reward
-            if d_success == 0 and abs(d_reward) < 1e-12:
-                continue
-            for pid in record.pattern_ids:
-                s, r = deltas.get(pid, (0, 0.0))
-                deltas[pid] = (s + d_success, r + d_reward)
-            for sid in record.skill_ids:
-                if sid in skills:
-                    recredit_skill(skills[sid], eid, d_success=d_success, d_reward=d_reward)
-            record.success, record.reward = success, reward
-            changed.append(record)
-        patterns = await self.repo.pattern_counters(namespace, sorted(deltas), lock=True)
-        for pid, (d_success, d_reward) in deltas.items():
-            counters = patterns.get(pid)
-            if counters is not None:
-                counters["successes"] += d_success
-                counters["reward_sum"] += d_reward
-                counters["updated_at"] = datetime.now(UTC)
-                refresh(counters)
-        await self.repo.update_pattern_counters(list(patterns.values()))
-        await self.session.flush()
-        return {
-            "credited": len(changed),
-            "task_types": sorted({r.task_type for r in changed}),
-        }
+        await self.patterns.update_counters(changed)
 
 
 def credit_skill(skill: Skill, episode_id: str, *, success: bool, reward: float, keep: int) -> None:
@@ -321,16 +283,3 @@ def credit_skill(skill: Skill, episode_id: str, *, success: bool, reward: float,
     skill.reward_sum += reward
     entry = {"episode_id": episode_id, "success": success, "reward": reward}
     skill.recent = [*skill.recent, entry][-keep:]
-
-
-def recredit_skill(skill: Skill, episode_id: str, *, d_success: int, d_reward: float) -> None:
-    skill.successes += d_success
-    skill.reward_sum += d_reward
-    recent = []
-    for entry in skill.recent:
-        item = dict(entry)
-        if item.get("episode_id") == episode_id:
-            item["success"] = bool(item["success"]) + d_success > 0
-            item["reward"] = float(item["reward"]) + d_reward
-        recent.append(item)
-    skill.recent = recent

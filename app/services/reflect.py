@@ -11,8 +11,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.core.config import Learning
 from app.core.errors import NotFound
 from app.models import Memory, Pattern, Skill
-from app.repositories.learning import LearningRepository
+from app.repositories.episode_learning import EpisodeLearningRepository
 from app.repositories.memories import MemoryFilters, MemoryRepository
+from app.repositories.patterns import PatternRepository
+from app.repositories.skills import SkillRepository
 from app.schemas.learning import (
     PatternPage,
     PatternRead,
@@ -49,14 +51,15 @@ async def run_pass(
     from app.services.evolution import EvolutionService
     from app.services.learning import LearningService
 
-    repo = LearningRepository(session)
+    episode_rows = EpisodeLearningRepository(session)
+    pattern_rows = PatternRepository(session)
     learning = LearningService(session, settings=settings)
     task_type = payload.get("task_type")
     learned = reflections = 0
     touched: set[str] = set()
     remaining = False
     for _ in range(max_chunks or PASS_CHUNKS):
-        ids = await repo.unlearned(
+        ids = await episode_rows.unlearned(
             namespace,
             since=_when(payload.get("since")),
             until=_when(payload.get("until")),
@@ -73,11 +76,11 @@ async def run_pass(
     if task_type is not None:
         touched.add(task_type)
     elif not touched:
-        touched.update(await repo.task_types(namespace))
+        touched.update(await pattern_rows.task_types(namespace))
     changes = await EvolutionService(session, settings=settings).evolve(namespace, sorted(touched))
     patterns: list[PatternRead] = []
     for t in sorted(touched):
-        found = await repo.page_patterns(
+        found = await pattern_rows.page(
             namespace,
             kind=None,
             task_type=t,
@@ -144,8 +147,9 @@ class KnowledgeService:
     """What the learning loop has found, as the API shows it."""
 
     def __init__(self, session: AsyncSession) -> None:
-        self.repo = LearningRepository(session)
         self.memories = MemoryRepository(session)
+        self.pattern_rows = PatternRepository(session)
+        self.skill_rows = SkillRepository(session)
 
     async def reflections(
         self,
@@ -182,7 +186,7 @@ class KnowledgeService:
         offset: int,
         limit: int,
     ) -> PatternPage:
-        rows = await self.repo.page_patterns(
+        rows = await self.pattern_rows.page(
             namespace,
             kind=kind,
             task_type=task_type,
@@ -204,14 +208,14 @@ class KnowledgeService:
         offset: int,
         limit: int,
     ) -> SkillPage:
-        rows = await self.repo.page_skills(
+        rows = await self.skill_rows.page(
             namespace, status=status, task_type=task_type, sort=sort, offset=offset, limit=limit + 1
         )
         page, next_offset = pagination.cut_offset(rows, offset, limit)
         return SkillPage(items=[skill_read(s) for s in page], next_offset=next_offset)
 
     async def skill(self, namespace: str, skill_id: str) -> SkillRead:
-        found = await self.repo.get_skill(namespace, skill_id)
+        found = await self.skill_rows.get(namespace, skill_id)
         if found is None:
             raise NotFound(f"skill {skill_id!r} not found")
         return skill_read(found)
@@ -220,7 +224,7 @@ class KnowledgeService:
         self, namespace: str, skill_id: str, *, cursor: str | None, limit: int
     ) -> SkillHistory:
         await self.skill(namespace, skill_id)
-        rows = await self.repo.events(
+        rows = await self.skill_rows.events(
             namespace, skill_id, after=pagination.after(cursor), limit=limit + 1
         )
         rows, next_cursor = pagination.cut(rows, limit)

@@ -12,8 +12,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.core.config import Learning
 from app.learning.skills import Procedure
 from app.models import Skill
-from app.repositories.learning import LearningRepository
 from app.repositories.memories import MemoryRepository
+from app.repositories.skills import SkillRepository
 from app.services.ids import uuid7
 from app.services.memories import new_memory
 
@@ -49,7 +49,7 @@ class SkillRecords:
     def __init__(self, session: AsyncSession, *, settings: Learning) -> None:
         self.session = session
         self.settings = settings
-        self.repo = LearningRepository(session)
+        self.skills = SkillRepository(session)
         self.memories = MemoryRepository(session)
         self.changes: list[dict[str, Any]] = []
         self._events: list[dict[str, Any]] = []
@@ -112,7 +112,7 @@ class SkillRecords:
         suffix = "".join(f"-{v}" for v in (context or {}).values())
         base = f"{task_type or 'task'}{suffix}"
         name = f"{base}-v{uuid7()[-6:]}" if kind != "created" else base
-        existing = await self.repo.skills_for(namespace, [name])
+        existing = await self.skills.named(namespace, [name])
         if name in existing:
             name = f"{base}-{uuid7()[-6:]}"
         skill = Skill(

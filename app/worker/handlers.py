@@ -44,10 +44,10 @@ async def learn_episodes(
 async def credit_rewards(
     session: AsyncSession, namespace: str, jobs: Sequence[Job], settings: Learning
 ) -> dict[str, Any]:
-    from app.services.learning import LearningService
+    from app.services.learning_credit import CreditService
 
     ids = sorted({e for j in jobs for e in j.payload.get("episode_ids", [])})
-    result = await LearningService(session, settings=settings).credit(namespace, ids)
+    result = await CreditService(session).credit(namespace, ids)
     await _evolve_later(session, namespace, result["task_types"], settings)
     return {"credited": result["credited"]}
 

@@ -23,8 +23,8 @@ from app.core.config import Learning
 from app.core.metrics import Metrics
 from app.db.engine import transaction
 from app.models import Job
+from app.repositories.episode_learning import EpisodeLearningRepository
 from app.repositories.jobs import JobRepository
-from app.repositories.learning import LearningRepository
 from app.worker.handlers import HANDLERS
 
 log = logging.getLogger("engram.worker")
@@ -145,7 +145,7 @@ class Worker:
             purged = await JobRepository(session).purge_done(before=before)
             if purged:
                 log.info("finished jobs purged", extra={"jobs": purged})
-            names = await LearningRepository(session).namespaces_with_unlearned(limit=1000)
+            names = await EpisodeLearningRepository(session).namespaces_with_unlearned(limit=1000)
             for namespace in names:
                 await enqueue(
                     session, namespace, PASS, key="periodic", payload={}, settings=self.settings

@@ -18,6 +18,7 @@ from app.models import Job
 from app.services import reflect as reflect_service
 from app.services.jobs import job_row
 from app.services.learning import LearningService
+from app.services.learning_credit import CreditService
 from app.worker.runner import Worker
 from tests.conftest import running
 
@@ -203,9 +204,7 @@ async def test_learning_twice_and_crediting_twice_change_nothing(
     credited = (await client.get("/v1/patterns", params={"kind": "action"})).json()["items"]
     assert credited[0]["mean_reward"] > before[0]["mean_reward"]
     async with state.write_sessions() as session:
-        result = await LearningService(session, settings=state.settings.learning).credit(
-            "default", ids
-        )
+        result = await CreditService(session).credit("default", ids)
         await session.commit()
     assert result["credited"] == 0
     assert (await client.get("/v1/patterns", params={"kind": "action"})).json()["items"] == credited
