@@ -24,9 +24,9 @@ from app.db.checkpoint import Checkpointer
 from app.db.engine import transaction
 from app.services import audit
 from app.services.auth import Authenticator, Principal, Role
-from app.services.episode_writer import EpisodeWriter
 from app.services.episodes import EpisodeService
 from app.services.idempotency import KeptAnswer, KeyLocks, checked_key, digest
+from app.services.writer import EpisodeWriter
 from app.storage.blobs import BlobStore
 from app.worker.runner import Worker
 
@@ -189,11 +189,12 @@ OperatorDep = Annotated[Principal, Depends(require_operator)]
 
 
 async def hold_idempotency_key(
-    request: Request, principal: AgentDep, state: StateDep
+    request: Request, principal: ReaderDep, state: StateDep
 ) -> AsyncIterator[str | None]:
     """The request's Idempotency-Key, held for the request: a retry that arrives while the
     first is answered waits for its commit (declared before the write session, so it is
-    released after the commit)."""
+    released after the commit). The route's own role dependency checks the caller: this
+    one takes no session and no lock but the key's, so a denial's audit write can run."""
     key = checked_key(request.headers.get("idempotency-key"))
     if key is None:
         yield None
@@ -206,12 +207,11 @@ HeldKeyDep = Annotated[str | None, Depends(hold_idempotency_key, scope="function
 
 
 async def get_kept_answer(
-    request: Request, key: HeldKeyDep, principal: AgentDep, session: WriteSessionDep
+    request: Request, key: HeldKeyDep, principal: ReaderDep
 ) -> KeptAnswer | None:
     if key is None:
         return None
     return KeptAnswer(
-        session,
         namespace=principal.namespace,
         key=key,
         operation=f"{request.method} {request.url.path}"[:512],
@@ -219,7 +219,8 @@ async def get_kept_answer(
     )
 
 
-# For routes that create something in their write session: declare it before the session.
+# For routes that create something in their write session: declared before the session,
+# and given it in `replay` and `keep`.
 KeptAnswerDep = Annotated[KeptAnswer | None, Depends(get_kept_answer)]
 
 

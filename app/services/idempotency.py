@@ -82,25 +82,16 @@ class KeptAnswer:
     """A request made under an Idempotency-Key, in the transaction that does its work: the
     answer is kept in that transaction, so a retry finds it exactly when the work is done."""
 
-    def __init__(
-        self,
-        session: AsyncSession,
-        *,
-        namespace: str,
-        key: str,
-        operation: str,
-        request_digest: str,
-    ) -> None:
-        self.repo = IdempotencyRepository(session)
+    def __init__(self, *, namespace: str, key: str, operation: str, request_digest: str) -> None:
         self.namespace = namespace
         self.key = key
         self.operation = operation
         self.request_digest = request_digest
 
-    async def replay(self) -> tuple[int, Any] | None:
+    async def replay(self, session: AsyncSession) -> tuple[int, Any] | None:
         """The first request's (status, answer), or None; a 409 if the key was used for
         another request."""
-        record = await self.repo.get(self.namespace, self.key)
+        record = await IdempotencyRepository(session).get(self.namespace, self.key)
         if record is None:
             return None
         if record.operation != self.operation or record.request_digest != self.request_digest:
@@ -110,8 +101,8 @@ class KeptAnswer:
             )
         return record.status_code, record.response
 
-    async def keep(self, status_code: int, response: Any) -> None:
-        await self.repo.add(
+    async def keep(self, session: AsyncSession, status_code: int, response: Any) -> None:
+        await IdempotencyRepository(session).add(
             IdempotentRequest(
                 namespace=self.namespace,
                 key=self.key,

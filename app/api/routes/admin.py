@@ -47,11 +47,11 @@ async def create_key(
 ) -> KeyCreated | JSONResponse:
     """Create an API key; the key is in this answer only (and, with an Idempotency-Key,
     in a retry's)."""
-    if kept is not None and (first := await kept.replay()) is not None:
+    if kept is not None and (first := await kept.replay(session)) is not None:
         return replayed(first)
     created = await KeyService(session, client=client_address(request)).create(principal, body)
     if kept is not None:
-        await kept.keep(status.HTTP_201_CREATED, created.model_dump(mode="json"))
+        await kept.keep(session, status.HTTP_201_CREATED, created.model_dump(mode="json"))
     return created
 
 
