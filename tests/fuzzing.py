@@ -58,6 +58,8 @@ def fuzz_settings(base: Settings) -> Settings:
             "recall": Recall(seed=7),
             # No background worker: what each response says depends on the requests only.
             "learning": Learning(worker=False, min_support=3, skill_min_support=3),
+            # schemathesis's in-process client names the host "testserver".
+            "allowed_hosts": ["testserver"],
         }
     )
 

@@ -309,6 +309,7 @@ async def test_no_cross_namespace_reads(app: FastAPI, client: httpx.AsyncClient)
         ),
         ("GET /v1/audit", lambda: ("GET", "/v1/audit?namespace=ns-b&limit=200", None)),
         ("GET /health", lambda: ("GET", "/health", None)),
+        ("HEAD /health", lambda: ("HEAD", "/health", None)),
         ("GET /ready", lambda: ("GET", "/ready", None)),
         ("GET /metrics", lambda: ("GET", "/metrics", None)),
     ]
