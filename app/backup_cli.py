@@ -100,7 +100,7 @@ def _download(url: str, key: str | None, part: Path) -> None:
 
 
 async def _local(settings: Settings, part: Path, db: object) -> None:
-    from app.db.engine import create_engine
+    from app.db.backends import create_engine
     from app.services import backup
 
     engine = create_engine(settings)

@@ -46,7 +46,7 @@ def _options(
 async def _open_database(settings: Settings) -> AsyncEngine:
     """The database's engine once it has answered a connection (DatabaseConfigError, saying
     what to set, when the URL is unusable or the database does not answer)."""
-    from app.db.engine import check_connection, create_engine
+    from app.db.backends import check_connection, create_engine
 
     engine = create_engine(settings)
     try:

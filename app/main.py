@@ -31,12 +31,13 @@ from app.api.openapi import install_openapi
 from app.api.routes import admin, backup, episodes, health, learning, memories, recall, rl
 from app.core.config import Settings, get_settings
 from app.core.metrics import Metrics
+from app.db.backends import create_engine
 from app.db.checkpoint import Checkpointer
-from app.db.engine import create_engine, create_sessionmaker
+from app.db.engine import create_sessionmaker
 from app.db.migrate import migrate
 from app.services.auth import Authenticator
-from app.services.episode_writer import EpisodeWriter
 from app.services.episodes import EpisodeService
+from app.services.writer import EpisodeWriter
 from app.storage.leveldb import LevelDBBlobStore
 from app.storage.term_index import TermIndex, close_index, open_index
 from app.worker.runner import Worker

@@ -20,7 +20,7 @@ import plyvel
 from sqlalchemy import select
 
 from app.core.config import Settings
-from app.db.engine import create_engine
+from app.db.backends import create_engine
 from app.learning.episode_reward import EPISODE_SPEC_VERSION
 from app.learning.rewards import RECALL_SPEC_VERSION
 from app.models import Episode, EpisodeLearning, Job, Memory, Pattern, Reward, Transition

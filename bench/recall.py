@@ -30,7 +30,8 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.core.config import Settings
-from app.db.engine import create_engine, create_sessionmaker
+from app.db.backends import create_engine
+from app.db.engine import create_sessionmaker
 from app.db.migrate import migrate
 from app.learning.ranking import query_terms
 from app.repositories.memories import MEMORIES

@@ -10,7 +10,8 @@ from typing import Any
 import httpx
 
 from app.core.config import Settings
-from app.db.engine import create_engine, create_sessionmaker
+from app.db.backends import create_engine
+from app.db.engine import create_sessionmaker
 from app.learning.features import dataset_parts
 from app.repositories.rl import TRANSITIONS
 from app.services.ids import uuid7

@@ -8,7 +8,7 @@ from alembic import context
 from sqlalchemy.engine import Connection
 
 from app.core.config import get_settings
-from app.db.engine import create_engine
+from app.db.backends import backend_of, create_engine
 from app.models import Base
 
 config = context.config
@@ -32,7 +32,7 @@ def _run(connection: Connection) -> None:
         connection=connection,
         target_metadata=target_metadata,
         include_object=_include_object,
-        render_as_batch=connection.dialect.name == "sqlite",
+        render_as_batch=backend_of(connection).batch_alter,
         compare_type=True,
     )
     with context.begin_transaction():

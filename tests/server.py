@@ -14,7 +14,7 @@ import httpx
 from sqlalchemy import text
 
 from app.core.config import Settings
-from app.db.engine import create_engine
+from app.db.backends import create_engine
 from app.db.migrate import migrate
 from app.models import Base
 

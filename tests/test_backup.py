@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import select
 
 from app.core.config import Learning, Settings
-from app.db.engine import create_engine
+from app.db.backends import create_engine
 from app.main import create_app
 from app.models import Skill, SkillEvent
 from app.repositories.backup import tables

@@ -12,7 +12,7 @@ import orjson
 from sqlalchemy import select
 
 from app.core.config import Settings
-from app.db.engine import create_engine
+from app.db.backends import create_engine
 from app.models import Episode
 from app.services.restore import verify
 from app.storage.blobs import episode_doc_key, episode_prefix, parse_episode_key

@@ -10,7 +10,7 @@ import plyvel
 from sqlalchemy import delete
 
 from app.core.config import Settings
-from app.db.engine import create_engine
+from app.db.backends import create_engine
 from app.models import Memory
 from app.storage.blobs import episode_chunk_key
 from bench.crash_checks import check_down

@@ -9,7 +9,8 @@ import pytest
 from sqlalchemy import select
 
 from app.core.config import Learning, Settings
-from app.db.engine import create_engine, create_sessionmaker
+from app.db.backends import create_engine
+from app.db.engine import create_sessionmaker
 from app.db.migrate import migrate
 from app.models import Job
 from app.repositories.jobs import JobRepository

@@ -12,7 +12,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from app.core.config import Settings
-from app.db.engine import create_engine
+from app.db.backends import create_engine
 from app.db.migrate import migrate
 from app.models import Base
 

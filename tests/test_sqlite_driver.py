@@ -14,7 +14,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.config import Settings
 from app.db import sqlite_driver
-from app.db.engine import create_engine, create_sessionmaker
+from app.db.backends import create_engine
+from app.db.engine import create_sessionmaker
 from tests.conftest import thread_calls
 
 

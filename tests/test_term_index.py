@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import text
 
 from app.core.config import Settings
-from app.db.engine import create_engine
+from app.db.backends import create_engine
 from app.db.migrate import migrate
 from app.learning.features import scope_compatible
 from app.learning.ranking import query_terms

@@ -13,7 +13,8 @@ import plyvel
 from alembic.script import ScriptDirectory
 
 from app.core.config import Settings
-from app.db.engine import WRITE_OPTION, create_engine
+from app.db.backends import create_engine
+from app.db.engine import WRITE_OPTION
 from app.db.migrate import alembic_config, migrate
 from app.repositories.backup import BackupRepository, tables
 from app.services.backup_format import (

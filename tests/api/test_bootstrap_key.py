@@ -8,7 +8,8 @@ import pytest
 from pydantic import SecretStr, ValidationError
 
 from app.core.config import Settings
-from app.db.engine import create_engine, create_sessionmaker
+from app.db.backends import create_engine
+from app.db.engine import create_sessionmaker
 from app.db.migrate import migrate
 from app.main import create_app
 from app.models import ApiKey

@@ -17,7 +17,8 @@ from sqlalchemy import null, select, update
 
 from app.core.config import Recall, Settings
 from app.dataset_tools import episodes, to_minari
-from app.db.engine import create_engine, create_sessionmaker
+from app.db.backends import create_engine
+from app.db.engine import create_sessionmaker
 from app.main import create_app
 from app.repositories.rl import TRANSITIONS
 from tests.conftest import running

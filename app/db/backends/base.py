@@ -1,0 +1,91 @@
+"""What every database kind gives the rest of Engram: an engine, session factories, and
+the few things each does its own way (row locks, ignoring duplicate inserts, a memory's
+scope test, the backup snapshot). Nothing outside `app/db/backends/` and `app/search/`
+asks which database it runs on; it asks the backend."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from sqlalchemy import Table
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.sql.dml import Insert
+from sqlalchemy.sql.elements import ColumnElement, TextClause
+
+from app.core.config import Settings
+from app.core.metrics import Metrics
+from app.db.checkpoint import Checkpointer
+from app.db.engine import create_sessionmaker
+
+
+class Backend:
+    """One database kind. The class says what it can do; an instance (made in the
+    lifespan) holds the engine and its session factories."""
+
+    name: ClassVar[str]
+    # SELECT ... FOR UPDATE takes row locks (PostgreSQL); elsewhere a write transaction is
+    # the only writer and reading is enough.
+    row_locks: ClassVar[bool] = False
+    # One write transaction at a time for the whole database (SQLite): the process's
+    # writers queue on an asyncio lock instead of SQLite's busy handler.
+    one_writer: ClassVar[bool] = False
+    # The writer may commit new memories and recall logs straight through the driver
+    # (SQLite: one hand-off to the connection's thread).
+    direct_writes: ClassVar[bool] = False
+    # Migrations alter tables by copying them (SQLite's ALTER TABLE cannot do the rest).
+    batch_alter: ClassVar[bool] = False
+
+    def __init__(self, settings: Settings, engine: AsyncEngine) -> None:
+        self.settings = settings
+        self.engine = engine
+        self.read_sessions: async_sessionmaker[AsyncSession] = create_sessionmaker(engine)
+        self.write_sessions: async_sessionmaker[AsyncSession] = create_sessionmaker(
+            engine, write=True
+        )
+        self.write_lock = asyncio.Lock() if self.one_writer else None
+
+    @property
+    def database_file(self) -> str | None:
+        """The database's file, for a database that is one (None otherwise)."""
+        return None
+
+    def checkpointer(self, metrics: Metrics | None) -> Checkpointer | None:
+        """A thread of the server's own that checkpoints a write-ahead log, if any."""
+        return None
+
+    async def dispose(self) -> None:
+        await self.engine.dispose()
+
+    # -- SQL that differs by database ---------------------------------------------------
+
+    @staticmethod
+    def insert_ignoring_duplicates(table: Table, index_elements: list[str]) -> Insert:
+        """INSERT that skips rows whose key exists (ON CONFLICT DO NOTHING)."""
+        raise NotImplementedError
+
+    @staticmethod
+    def scope_applies(n_ids: int) -> ColumnElement[bool] | TextClause:
+        """The memory applies to a request scope of `n_ids` ids (but level), given by
+        `scope_params`: every key of the memory's scope but level equals the request's
+        (`app.learning.features.scope_compatible`)."""
+        raise NotImplementedError
+
+    @staticmethod
+    def scope_params(request_ids: list[tuple[str, str]]) -> dict[str, Any]:
+        """The parameters of `scope_applies` for the request's (key, value) ids."""
+        raise NotImplementedError
+
+    @staticmethod
+    def clip(value: Any) -> Any:
+        """`value` clipped to [0, 1]."""
+        raise NotImplementedError
+
+    @staticmethod
+    async def read_snapshot(conn: AsyncConnection) -> None:
+        """Make the transaction on `conn` read one snapshot of the database."""
+
+    @staticmethod
+    def request_ids(scope: Mapping[str, str]) -> list[tuple[str, str]]:
+        return sorted((k, v) for k, v in scope.items() if k != "level")
