@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from sqlalchemy import Table, delete, func, insert, select, text
+from sqlalchemy import Table, delete, func, insert, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from app.db.backends import backend_of
 from app.models import Base
 
 
@@ -57,7 +58,4 @@ class BackupRepository:
 
     async def set_snapshot_isolation(self) -> None:
         """PostgreSQL: the transaction sees one snapshot (SQLite's read transaction does)."""
-        if self.conn.dialect.name == "postgresql":
-            await self.conn.execute(
-                text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            )
+        await backend_of(self.conn).read_snapshot(self.conn)

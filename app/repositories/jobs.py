@@ -60,8 +60,9 @@ class JobRepository:
             .order_by(Job.run_after)
             .limit(limit)
         )
-        if self.session.get_bind().dialect.name == "postgresql":
-            query = query.with_for_update(skip_locked=True)
+        # Where rows lock (PostgreSQL), concurrent workers skip each other's claims; SQLite
+        # has one writer at a time and renders no FOR UPDATE.
+        query = query.with_for_update(skip_locked=True)
         claimed = [(ns, jid, kind) for ns, jid, kind in await self.session.execute(query)]
         if not claimed:
             return []

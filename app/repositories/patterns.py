@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 from sqlalchemy import Table, bindparam, insert, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db.backends import backend_of
 from app.models import Pattern
 
 PATTERNS = cast(Table, Pattern.__table__)
@@ -74,8 +74,9 @@ class PatternRepository:
         read locked in id order, so concurrent workers wait for each other. SQLite: a
         write transaction is the only writer (BEGIN IMMEDIATE), so a plain read and an
         insert of the missing rows suffice."""
-        if self.session.get_bind().dialect.name == "postgresql":
-            stmt = pg_insert(PATTERNS).on_conflict_do_nothing(index_elements=["namespace", "id"])
+        backend = backend_of(self.session)
+        if backend.row_locks:
+            stmt = backend.insert_ignoring_duplicates(PATTERNS, ["namespace", "id"])
             await self.session.execute(stmt, list(fresh.values()))
             return await self.counters(namespace, sorted(fresh), lock=True)
         found = await self.counters(namespace, list(fresh))

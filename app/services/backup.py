@@ -1,11 +1,11 @@
 """Backups: one consistent snapshot of every table and payload, streamed as an archive.
 
 Consistency: the SQL read transaction (SQLite: one read transaction; PostgreSQL:
-REPEATABLE READ) and the LevelDB snapshot are both taken inside the episode writer's
-exclusive section, when no payload or episode write is in flight. Payloads are
-written before the SQL commit that points to them and deleted only after that row's
-deletion commits, so every row of the SQL snapshot finds its payload in the LevelDB
-one, and a delete or sweep that runs while the archive streams cannot break it.
+REPEATABLE READ) and the LevelDB snapshot are both taken while the episode writer is
+paused (`EpisodeWriter.run_paused`), when no payload or episode write is in flight.
+Payloads are written before the SQL commit that points to them and deleted only after
+that row's deletion commits, so every row of the SQL snapshot finds its payload in the
+LevelDB one, and a delete or sweep that runs while the archive streams cannot break it.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from sqlalchemy import Table
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.errors import StoreUnavailable
+from app.db.backends import backend_of
 from app.repositories.backup import BackupRepository, tables
 from app.services.backup_format import (
     FORMAT,
@@ -35,7 +36,7 @@ from app.services.backup_format import (
 )
 from app.storage.blobs import BlobSnapshot
 
-Exclusive = Callable[[Callable[[], Awaitable[Any]]], Awaitable[Any]]
+RunPaused = Callable[[Callable[[], Awaitable[Any]]], Awaitable[Any]]
 # Called with a section (a table's name or PAYLOADS) and the records just written.
 Progress = Callable[[str, int], None]
 MEMBER_BYTES = 1 << 20
@@ -65,7 +66,7 @@ async def open_snapshot(
     engine: AsyncEngine,
     take_blobs: Callable[[], BlobSnapshot],
     *,
-    exclusive: Exclusive | None = None,
+    run_paused: RunPaused | None = None,
 ) -> Snapshot:
     """Begin the SQL snapshot and take the payload snapshot at one quiet moment."""
     conn = await engine.connect()
@@ -81,7 +82,7 @@ async def open_snapshot(
                 raise StoreUnavailable("the database has no schema yet: run `engram migrate`")
             return revision, take_blobs()
 
-        revision, blobs = await (exclusive(take) if exclusive is not None else take())
+        revision, blobs = await (run_paused(take) if run_paused is not None else take())
         try:
             counts = {table.name: await repo.count(table) for table in tables()}
         except BaseException:
@@ -107,7 +108,7 @@ async def archive(
             "format": FORMAT,
             "revision": snapshot.revision,
             "created_at": snapshot.created_at.isoformat(),
-            "backend": snapshot.conn.dialect.name,
+            "backend": backend_of(snapshot.conn).name,
             "tables": {
                 str(t.name): {**_describe(t), "rows": snapshot.counts[t.name]} for t in tables()
             },
