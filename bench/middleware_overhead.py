@@ -5,9 +5,12 @@ called in-process, with no sockets: CPU time of the event loop's thread per requ
 which other processes' load barely moves. Rounds alternate the checkouts and their
 order; medians are compared. Three requests: GET /health (no body), POST /v1/recall
 with an invalid body (read, parsed, refused: 422) and a refused cross-site POST (403).
-With --server, the real servers too: requests per second and server CPU per GET /health.
+With --fast-routes, the three calls agents make for every task too (POST /v1/memories,
+/v1/episodes, /v1/recall); with --server, the real servers: requests per second and
+server CPU per GET /health.
 
-    python -m bench.middleware_overhead --other /tmp/engram-old [--rounds 10] [--server]
+    python -m bench.middleware_overhead --other /tmp/engram-old [--rounds 10]
+        [--fast-routes] [--server]
 """
 
 from __future__ import annotations
@@ -40,6 +43,28 @@ PROBES: dict[str, tuple[str, str, list[tuple[bytes, bytes]], bytes]] = {
         b"{}",
     ),
 }
+_JSON = [(b"content-type", b"application/json")]
+# The three calls agents make for every task (with --fast-routes; a tenth of the requests).
+FAST_ROUTES: dict[str, tuple[str, str, list[tuple[bytes, bytes]], bytes]] = {
+    "POST /v1/memories 201": (
+        "POST",
+        "/v1/memories",
+        _JSON,
+        b'{"type": "fact", "content": "the build needs make before the tests"}',
+    ),
+    "POST /v1/episodes 201": (
+        "POST",
+        "/v1/episodes",
+        _JSON,
+        b'{"task_id": "t1", "action": "ran make", "context": {"domain": "build"}}',
+    ),
+    "POST /v1/recall 200": (
+        "POST",
+        "/v1/recall",
+        _JSON,
+        b'{"task": "build the project and run the tests", "token_budget": 500}',
+    ),
+}
 
 
 def _scope(method: str, path: str, headers: list[tuple[bytes, bytes]]) -> dict[str, Any]:
@@ -59,7 +84,7 @@ def _scope(method: str, path: str, headers: list[tuple[bytes, bytes]]) -> dict[s
     }
 
 
-async def _serve_rounds(tree: Path, tmp: Path) -> None:
+async def _serve_rounds(tree: Path, tmp: Path, *, fast_routes: bool) -> None:
     """The worker: reads a request count per line, answers with CPU us per request."""
     sys.path.insert(0, str(tree))
     from app.core.config import Settings
@@ -73,12 +98,15 @@ async def _serve_rounds(tree: Path, tmp: Path) -> None:
     settings.learning.worker = False
     app = create_app(settings)
     statuses: dict[str, int] = {}
+    probes = [(name, probe, 1) for name, probe in PROBES.items()]
+    if fast_routes:
+        probes += [(name, probe, 10) for name, probe in FAST_ROUTES.items()]
 
     async with app.router.lifespan_context(app):
         for line in sys.stdin:
             n = int(line)
             out: dict[str, float] = {}
-            for name, (method, path, headers, body) in PROBES.items():
+            for name, (method, path, headers, body), fewer in probes:
                 scope = _scope(method, path, headers)
                 message = {"type": "http.request", "body": body, "more_body": False}
 
@@ -89,18 +117,20 @@ async def _serve_rounds(tree: Path, tmp: Path) -> None:
                     if sent["type"] == "http.response.start":
                         statuses[name] = sent["status"]
 
+                count = max(1, n // fewer)
                 started = time.thread_time()
-                for _ in range(n):
+                for _ in range(count):
                     await app(dict(scope), receive, send)
-                out[name] = (time.thread_time() - started) / n * 1e6
+                out[name] = (time.thread_time() - started) / count * 1e6
             print(json.dumps({"us": out, "statuses": statuses}), flush=True)
 
 
 class Worker:
-    def __init__(self, tree: Path, tmp: Path) -> None:
+    def __init__(self, tree: Path, tmp: Path, *, fast_routes: bool) -> None:
         self.tree = tree
+        flags = ["--fast-routes"] if fast_routes else []
         self.proc = subprocess.Popen(
-            [sys.executable, __file__, "--worker", str(tree), "--tmp", str(tmp)],
+            [sys.executable, __file__, "--worker", str(tree), "--tmp", str(tmp), *flags],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -124,12 +154,12 @@ class Worker:
         self.proc.wait(timeout=30)
 
 
-def _in_process(trees: dict[str, Path], *, rounds: int, requests: int) -> None:
+def _in_process(trees: dict[str, Path], *, rounds: int, requests: int, fast_routes: bool) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         workers = {}
         for name, tree in trees.items():
             (Path(tmp) / name).mkdir()
-            workers[name] = Worker(tree, Path(tmp) / name)
+            workers[name] = Worker(tree, Path(tmp) / name, fast_routes=fast_routes)
         try:
             for worker in workers.values():
                 print(f"{worker.tree}: statuses {worker.run(requests // 4)['statuses']}")
@@ -146,7 +176,7 @@ def _in_process(trees: dict[str, Path], *, rounds: int, requests: int) -> None:
                 worker.stop()
     names = list(trees)
     print("median us CPU per request (in-process):")
-    for probe in PROBES:
+    for probe in times[names[0]]:
         medians = [statistics.median(times[n][probe]) for n in names]
         pairs = ", ".join(f"{n} {m:.1f}" for n, m in zip(names, medians, strict=True))
         print(f"  {probe}: {pairs}; {names[0]}/{names[1]} {medians[0] / medians[1]:.3f}")
@@ -206,6 +236,9 @@ def main() -> None:
     parser.add_argument("--other", type=Path, help="the checkout to compare with")
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--requests", type=int, default=4000, help="per probe and round")
+    parser.add_argument(
+        "--fast-routes", action="store_true", help="also POST /v1/memories, episodes, recall"
+    )
     parser.add_argument("--server", action="store_true", help="also load the real servers")
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--connections", type=int, default=16)
@@ -213,12 +246,12 @@ def main() -> None:
     parser.add_argument("--tmp", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker is not None:
-        asyncio.run(_serve_rounds(args.worker, args.tmp))
+        asyncio.run(_serve_rounds(args.worker, args.tmp, fast_routes=args.fast_routes))
         return
     if args.other is None:
         parser.error("--other: a checkout to compare with")
     trees = {"this": HERE, "other": args.other.resolve()}
-    _in_process(trees, rounds=args.rounds, requests=args.requests)
+    _in_process(trees, rounds=args.rounds, requests=args.requests, fast_routes=args.fast_routes)
     if args.server:
         _servers(trees, rounds=args.rounds, seconds=args.seconds, connections=args.connections)
 

@@ -12,7 +12,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from app.api.deps import AppState, require_operator
 from app.core.metrics import Metrics
-from app.repositories.jobs import JobRepository
+from app.services.jobs import JobService
 from app.worker.handlers import HANDLERS
 
 log = logging.getLogger("engram.metrics")
@@ -47,7 +47,7 @@ class JobDepth:
                 return
             try:
                 async with state.read_sessions() as session:
-                    counts = await JobRepository(session).depth()
+                    counts = await JobService(session).depth()
                     await session.rollback()
             except Exception as exc:
                 # The scrape still answers (with the last counts): an outage is when it matters.

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
@@ -12,20 +11,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Episode
 from app.repositories import keyset
+from app.schemas.filters import EpisodeFilters
 
 EPISODES = cast(Table, Episode.__table__)
 Key = tuple[str, str]
-
-
-@dataclass(frozen=True, slots=True)
-class EpisodeFilters:
-    task_id: str | None = None
-    agent_id: str | None = None
-    task_type: str | None = None
-    outcome: str | None = None
-    status: str | None = None
-    since: datetime | None = None
-    until: datetime | None = None
 
 
 class EpisodeRepository:

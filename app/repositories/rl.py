@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
@@ -23,17 +22,10 @@ from sqlalchemy.ext.asyncio import AsyncResult, AsyncSession
 
 from app.models import Reward, Transition
 from app.repositories import keyset
+from app.schemas.filters import DatasetFilters
 
 TRANSITIONS = cast(Table, Transition.__table__)
 REWARDS = cast(Table, Reward.__table__)
-
-
-@dataclass(frozen=True, slots=True)
-class DatasetFilters:
-    since: datetime | None = None
-    until: datetime | None = None
-    policy_id: str | None = None
-    task_type: str | None = None
 
 
 RAW_COLUMNS = (

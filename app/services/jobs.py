@@ -91,6 +91,10 @@ class JobService:
     def __init__(self, session: AsyncSession) -> None:
         self.repo = JobRepository(session)
 
+    async def depth(self) -> list[tuple[str, str, int]]:
+        """(status, kind, count) of the jobs not done, over all namespaces."""
+        return await self.repo.depth()
+
     async def get(self, namespace: str, job_id: str) -> JobRead:
         job = await self.repo.get(namespace, job_id)
         if job is None:

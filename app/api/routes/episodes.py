@@ -4,22 +4,20 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Request, Response, status
+from fastapi import APIRouter, Path, Query, Response, status
 
-from app.api.body import DirectRoute, json_body, parse_body
 from app.api.deps import (
     AgentDep,
+    AppState,
     EpisodeServiceDep,
     ReaderDep,
     SessionDep,
     SettingsDep,
     check_window,
-    get_episode_service,
     page_size,
-    require_agent,
 )
+from app.api.fast import Answer, fast_post
 from app.core.errors import InvalidInput, error_responses
-from app.repositories.episodes import EpisodeFilters
 from app.schemas.common import Timestamp, stored_ident
 from app.schemas.episode import (
     EpisodeComplete,
@@ -32,7 +30,8 @@ from app.schemas.episode import (
     StepCreate,
     StepsAppend,
 )
-from app.services.idempotency import IDEMPOTENCY_HEADER
+from app.schemas.filters import EpisodeFilters
+from app.services.auth import Principal, Role
 
 router = APIRouter(prefix="/v1/episodes", tags=["episodes"])
 
@@ -44,40 +43,26 @@ def _episode_id(value: str) -> str:
 EpisodeId = Annotated[str, Path(description="Episode id")]
 
 
-async def create_episode(request: Request) -> Response:
-    """Record an episode: whole (with outcome), open (steps added later), or one step."""
-    # The ingest path: a DirectRoute, so this function does its own auth and parsing.
-    principal = await require_agent(request)
-    body = await parse_body(request, EpisodeCreate)
-    service = await get_episode_service(request)
-    result = await service.create(
-        principal.namespace, body, idempotency_key=request.headers.get("idempotency-key")
-    )
-    headers = {"Location": f"/v1/episodes/{result.row['id']}"}
-    if result.replayed:
-        headers["Idempotent-Replayed"] = "true"
-    return Response(
-        EpisodeSummary.model_validate(result.row).model_dump_json(),
-        status_code=status.HTTP_201_CREATED,
-        media_type="application/json",
-        headers=headers,
-    )
-
-
-router.add_api_route(
+@fast_post(
+    router,
     "",
-    create_episode,
-    methods=["POST"],
-    route_class_override=DirectRoute,
+    role=Role.AGENT,
+    body=EpisodeCreate,
     status_code=status.HTTP_201_CREATED,
     response_model=EpisodeSummary,
     summary="Create Episode",
     responses=error_responses(401, 403, 409, 413, 422, 503),
-    openapi_extra={
-        **json_body("EpisodeCreate", EpisodeCreate),
-        "parameters": [IDEMPOTENCY_HEADER],
-    },
 )
+async def create_episode(
+    state: AppState, principal: Principal, body: EpisodeCreate, key: str | None
+) -> Answer:
+    """Record an episode: whole (with outcome), open (steps added later), or one step."""
+    result = await state.episodes.create(principal.namespace, body, idempotency_key=key)
+    return Answer(
+        EpisodeSummary.model_validate(result.row).model_dump_json(),
+        location=f"/v1/episodes/{result.row['id']}",
+        replayed=result.replayed,
+    )
 
 
 @router.get("", response_model=EpisodePage, responses=error_responses(401, 422, 503))
