@@ -27,6 +27,7 @@ from app.core.config import Settings
 from app.db.engine import create_engine, create_sessionmaker
 from app.repositories.rl import DatasetFilters
 from app.services.dataset import DatasetExport
+from app.services.dataset.ndjson import lines as ndjson_lines
 from bench.recall import bulk_load, memories_text
 from bench.transitions import download, insert_copies, model_transition
 from tests.server import EngramServer
@@ -49,7 +50,7 @@ async def in_process(url: str, n: int) -> tuple[float, int]:
     )
     lines = size = 0
     t0 = time.perf_counter()
-    async for block in export.ndjson():
+    async for block in ndjson_lines(export):
         lines += block.count(b"\n")
         size += len(block)
     elapsed = time.perf_counter() - t0

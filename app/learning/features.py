@@ -10,15 +10,14 @@ from typing import Any
 
 import orjson
 
-from app.schemas.memory import SENSITIVITY_ORDER, MemoryStatus, MemoryType
+from app.learning.encodings import MEMORY_STATUSES, MEMORY_TYPES, SENSITIVITY_LEVELS
 
 # 2: observations, actions and next_observations are the vectors; the per-candidate
 # lists (candidate_ids, modes, inclusion_pscores) are arrays in slot order; the slots
 # cover the constraints as well as the text matches. 1 had the named state as
-# observations and the vectors beside it.
+# observations and the vectors beside it. (The codes of type_index, status_index and
+# sensitivity_level have versions of their own: app/learning/encodings.py.)
 SCHEMA_VERSION = "2"
-TYPE_NAMES = [t.value for t in MemoryType]
-STATUS_NAMES = [s.value for s in MemoryStatus]
 REQUEST_FEATURES = ["token_budget", "k", "n_candidates", "tokens_available", "n_scope_keys"]
 CANDIDATE_FEATURES = [
     "present",
@@ -68,12 +67,12 @@ def candidate_features(
         "present": 1.0,
         "retrieval_score": round(score, 6),
         "retrieval_rank": float(rank),
-        "type_index": float(TYPE_NAMES.index(m.type)),
-        "status_index": float(STATUS_NAMES.index(status)),
+        "type_index": MEMORY_TYPES.code(m.type),
+        "status_index": MEMORY_STATUSES.code(status),
         "scope_match": scope_match(m.scope, request_scope),
         "criticality": m.criticality,
         "confidence": m.confidence,
-        "sensitivity_level": float(SENSITIVITY_ORDER.index(m.sensitivity)),
+        "sensitivity_level": SENSITIVITY_LEVELS.code(m.sensitivity),
         "age_days": round((now - m.created_at).total_seconds() / 86400, 6),
         "days_since_use": (
             round((now - m.last_used_at).total_seconds() / 86400, 6) if m.last_used_at else -1.0

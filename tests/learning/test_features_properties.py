@@ -10,11 +10,10 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from app.learning.encodings import MEMORY_STATUSES, MEMORY_TYPES, SENSITIVITY_LEVELS
 from app.learning.features import (
     CANDIDATE_FEATURES,
     REQUEST_FEATURES,
-    STATUS_NAMES,
-    TYPE_NAMES,
     action_vector,
     candidate_features,
     expected_utility,
@@ -23,7 +22,7 @@ from app.learning.features import (
     scope_match,
 )
 from app.learning.ranking import MAX_TERMS, STOP_WORDS, query_terms
-from app.schemas.memory import SENSITIVITY_ORDER
+from app.schemas.memory import MemoryStatus, MemoryType, Sensitivity
 from tests.learning.strategies import HUGE_NAMES, PROFILE, UNIT
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -41,11 +40,11 @@ def memory(draw: st.DrawFn) -> SimpleNamespace:
     """The attributes of a stored memory that the features read."""
     count = draw(st.integers(0, 10**9))
     return SimpleNamespace(
-        type=draw(st.sampled_from(TYPE_NAMES)),
+        type=draw(st.sampled_from([t.value for t in MemoryType])),
         scope=draw(SCOPES),
         criticality=draw(UNIT),
         confidence=draw(UNIT),
-        sensitivity=draw(st.sampled_from(SENSITIVITY_ORDER)),
+        sensitivity=draw(st.sampled_from([s.value for s in Sensitivity])),
         created_at=NOW - draw(AGES),
         last_used_at=draw(st.one_of(st.none(), AGES.map(lambda a: NOW - a))),
         use_count=draw(st.integers(0, 10**12)),
@@ -78,7 +77,9 @@ def test_scope_match_is_a_fraction_and_compatibility_is_containment(
 
 
 @PROFILE
-@given(memory(), st.sampled_from(STATUS_NAMES), UNIT, st.integers(0, 1000), SCOPES)
+@given(
+    memory(), st.sampled_from([s.value for s in MemoryStatus]), UNIT, st.integers(0, 1000), SCOPES
+)
 def test_candidate_features_are_named_finite_floats(
     m: SimpleNamespace, status: str, score: float, rank: int, scope: dict[str, str]
 ) -> None:
@@ -86,6 +87,10 @@ def test_candidate_features_are_named_finite_floats(
     assert list(f) == CANDIDATE_FEATURES
     assert all(isinstance(v, float) and math.isfinite(v) for v in f.values())
     assert f["present"] == 1.0
+    # The codes are the encodings' (the dataset's), for every value the enums allow.
+    assert f["type_index"] == MEMORY_TYPES.names.index(m.type)
+    assert f["status_index"] == MEMORY_STATUSES.names.index(status)
+    assert f["sensitivity_level"] == SENSITIVITY_LEVELS.names.index(m.sensitivity)
     assert 0.0 <= f["expected_utility"] <= 1.0
     assert f["age_days"] >= 0.0
     assert f["days_since_use"] >= 0.0 or (m.last_used_at is None and f["days_since_use"] == -1.0)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 from urllib.parse import urlencode
 
@@ -12,10 +11,11 @@ from fastapi.responses import StreamingResponse
 from app.api.deps import ReaderDep, SessionDep, SettingsDep, StateDep, check_window, page_size
 from app.core.errors import error_responses
 from app.learning.features import SCHEMA_VERSION
-from app.repositories.rl import DatasetFilters, TransitionRepository
 from app.schemas.common import Timestamp
-from app.schemas.recall import PolicyRead, TransitionPage, TransitionRead
+from app.schemas.filters import DatasetFilters
+from app.schemas.recall import PolicyRead, TransitionPage
 from app.services import dataset, pagination, policies
+from app.services.transitions import TransitionService
 
 router = APIRouter(prefix="/v1", tags=["rl"])
 MAX_EXPORT = 100_000
@@ -48,17 +48,12 @@ async def list_transitions(
 ) -> TransitionPage:
     """Every transition, pending ones included, oldest first."""
     size = page_size(limit, settings)
-    rows = await TransitionRepository(session).page(
+    return await TransitionService(session).list(
         principal.namespace,
         status=status,
         filters=_filters(since, until, policy_id, task_type),
-        after=pagination.after(cursor),
-        limit=size + 1,
-    )
-    rows, next_cursor = pagination.cut(rows, size)
-    return TransitionPage(
-        items=[TransitionRead.model_validate(r, from_attributes=True) for r in rows],
-        next_cursor=next_cursor,
+        cursor=cursor,
+        limit=size,
     )
 
 
@@ -68,7 +63,7 @@ async def list_transitions(
         **error_responses(401, 422, 503),
         200: {
             "description": "NDJSON (streamed) or Parquet (attachment); `Link: rel=next` when more",
-            "content": {"application/x-ndjson": {}, "application/vnd.apache.parquet": {}},
+            "content": {f.media_type: {} for f in dataset.FORMATS.values()},
         },
     },
 )
@@ -77,8 +72,8 @@ async def download_dataset(
     principal: ReaderDep,
     session: SessionDep,
     state: StateDep,
-    format: Literal["ndjson", "parquet"] = "ndjson",
-    table: Literal["transitions", "candidates"] = "transitions",
+    format: dataset.FormatName = "ndjson",
+    table: dataset.TableName = "transitions",
     since: Timestamp | None = None,
     until: Timestamp | None = None,
     policy_id: str | None = None,
@@ -91,7 +86,7 @@ async def download_dataset(
     """Completed transitions for offline RL and off-policy evaluation (see /v1/rl/metadata)."""
     filters = _filters(since, until, policy_id, task_type)
     after = pagination.after(cursor)
-    last, more = await TransitionRepository(session).boundary(
+    last, more = await TransitionService(session).boundary(
         principal.namespace, filters=filters, after=after, limit=limit
     )
     export = dataset.DatasetExport(
@@ -107,19 +102,12 @@ async def download_dataset(
     if more and last is not None:
         params = dict(request.query_params) | {"cursor": pagination.encode_cursor(*last)}
         headers["Link"] = f'<{request.url.path}?{urlencode(params)}>; rel="next"'
-    if format == "parquet":
-        spooled = await export.parquet()
-
-        def chunks() -> Iterator[bytes]:
-            with spooled:
-                while block := spooled.read(1 << 20):
-                    yield block
-
-        headers["Content-Disposition"] = f'attachment; filename="engram-{table}.parquet"'
-        return StreamingResponse(
-            chunks(), media_type="application/vnd.apache.parquet", headers=headers
-        )
-    return StreamingResponse(export.ndjson(), media_type="application/x-ndjson", headers=headers)
+    fmt = dataset.FORMATS[format]
+    body = await fmt.write(export)
+    if fmt.attachment:
+        filename = f"engram-{table}.{fmt.extension}"
+        headers["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return StreamingResponse(body, media_type=fmt.media_type, headers=headers)
 
 
 @router.get("/rl/metadata", responses=error_responses(401, 503))
