@@ -209,9 +209,12 @@ async def test_the_searches_filter_as_scope_compatible_does(
             for filters, expected in (
                 (MemoryFilters(applies_to=request), applies),
                 (MemoryFilters(scope=wanted or None, applies_to=request), applies & holds),
+                (MemoryFilters(types=["constraint"], applies_to=request), applies & constraints),
             ):
                 hits = await repo.search("default", ["lantern"], filters, now=now, limit=500)
                 assert {m.id for m, _ in hits} == expected, (request, wanted)
+                listed = await repo.list("default", filters, now=now, after=None, limit=500)
+                assert {m.id for m in listed} == expected, (request, wanted)
             usage = MemoryUsageRepository(session)
             found = await usage.top_constraints("default", now=now, limit=500, applies_to=request)
             assert {m.id for m in found} == applies & constraints, request
