@@ -11,7 +11,6 @@ from collections.abc import AsyncIterator
 
 from fastapi import Depends, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.api.body import refuse_nul
 from app.api.deps import AppState
@@ -31,15 +30,13 @@ from app.api.openapi import install_openapi
 from app.api.routes import admin, backup, episodes, health, learning, memories, recall, rl
 from app.core.config import Settings, get_settings
 from app.core.metrics import Metrics
-from app.db.backends import create_engine
-from app.db.checkpoint import Checkpointer
-from app.db.engine import create_sessionmaker
+from app.db.backends import open_backend
 from app.db.migrate import migrate
+from app.search import open_search
 from app.services.auth import Authenticator
 from app.services.episodes import EpisodeService
 from app.services.writer import EpisodeWriter
 from app.storage.leveldb import LevelDBBlobStore
-from app.storage.term_index import TermIndex, close_index, open_index
 from app.worker.runner import Worker
 
 log = logging.getLogger("engram")
@@ -58,38 +55,6 @@ async def _sweep_loop(writer: EpisodeWriter, interval_s: float) -> None:
         await asyncio.sleep(interval_s)
 
 
-def _sqlite_file(engine: AsyncEngine, settings: Settings) -> str | None:
-    """The SQLite database file's path (None for PostgreSQL or an in-memory database)."""
-    path = engine.url.database
-    if not settings.is_sqlite or path in (None, "", ":memory:"):
-        return None
-    return path
-
-
-def _search_index(engine: AsyncEngine, settings: Settings) -> TermIndex | None:
-    """SQLite's in-memory BM25 index of the memories, built in the background."""
-    path = _sqlite_file(engine, settings)
-    if path is None or not settings.recall.search_index:
-        return None
-    return open_index(path)
-
-
-def _checkpointer(
-    engine: AsyncEngine, settings: Settings, metrics: Metrics | None
-) -> Checkpointer | None:
-    """SQLite (a file): the thread that checkpoints the write-ahead log."""
-    path = _sqlite_file(engine, settings)
-    interval_ms = settings.sqlite_checkpoint_interval_ms
-    if path is None or not interval_ms:
-        return None
-    return Checkpointer(
-        path,
-        interval_s=interval_ms / 1000,
-        busy_timeout_ms=settings.sqlite_busy_timeout_ms,
-        metrics=metrics,
-    )
-
-
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     load = Load()
@@ -97,17 +62,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        engine = create_engine(settings)
+        backend = open_backend(settings)
+        engine = backend.engine
         blobs: LevelDBBlobStore | None = None
         try:
             if settings.migrate_on_start:
                 await migrate(engine)
             blobs = LevelDBBlobStore(settings.blob_dir)
-            read_sessions = create_sessionmaker(engine)
-            write_sessions = create_sessionmaker(engine, write=True)
+            read_sessions, write_sessions = backend.read_sessions, backend.write_sessions
             auth = Authenticator(settings, write_sessions, read_sessions=read_sessions)
             await auth.startup()
-            write_lock = asyncio.Lock() if settings.is_sqlite else None
+            write_lock = backend.write_lock
             worker = (
                 Worker(
                     write_sessions,
@@ -135,8 +100,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             if metrics is not None:
                 metrics.ingest_queue.set_function(lambda: writer.queue_depth)
             writer.start()
-            search_index = _search_index(engine, settings)
-            checkpointer = _checkpointer(engine, settings, metrics)
+            search = open_search(backend, settings.recall)
+            search.start()
+            checkpointer = backend.checkpointer(metrics)
             if checkpointer is not None:
                 checkpointer.start()
             app.state.engram = AppState(
@@ -150,6 +116,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 episodes=EpisodeService(blobs=blobs, writer=writer, limits=settings.limits),
                 recall_rng=random.Random(settings.recall.seed),
                 write_lock=write_lock,
+                search=search,
                 worker=worker,
                 checkpointer=checkpointer,
             )
@@ -182,12 +149,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 await writer.stop()
                 if checkpointer is not None:
                     await checkpointer.stop()
-                if search_index is not None:
-                    await asyncio.to_thread(close_index, search_index)
+                await search.close()
         finally:
             if blobs is not None:
                 blobs.close()
-            await engine.dispose()
+            await backend.dispose()
 
     app = FastAPI(
         title="Engram",

@@ -24,8 +24,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.core.config import Settings
-from app.db.engine import create_engine, create_sessionmaker
-from app.repositories.rl import DatasetFilters
+from app.db.backends import create_engine
+from app.db.engine import create_sessionmaker
+from app.schemas.filters import DatasetFilters
 from app.services.dataset import DatasetExport
 from app.services.dataset.ndjson import lines as ndjson_lines
 from bench.recall import bulk_load, memories_text

@@ -15,7 +15,7 @@ from fastapi import FastAPI
 from sqlalchemy import text
 
 from app.core.config import Settings
-from app.db import checkpoint
+from app.db.backends import checkpoint
 
 pytestmark = pytest.mark.usefixtures("sqlite_only")
 

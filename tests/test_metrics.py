@@ -237,7 +237,7 @@ async def test_metrics_can_be_turned_off(settings: Settings) -> None:
 
 
 async def test_each_app_has_its_own_registry(settings: Settings, tmp_path: Any) -> None:
-    if not settings.is_sqlite:
+    if not settings.database_url.startswith("sqlite"):
         pytest.skip("a second database is a second SQLite file")
     other = settings.model_copy(
         update={

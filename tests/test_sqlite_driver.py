@@ -1,4 +1,4 @@
-"""The SQLite driver adapter (app/db/sqlite_driver.py): one call to aiosqlite's thread per
+"""The SQLite driver adapter (app/db/backends/sqlite_driver.py): one call to aiosqlite's thread per
 statement, with the results, errors and transactions of SQLAlchemy's own adapter."""
 
 from __future__ import annotations
@@ -13,8 +13,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.config import Settings
-from app.db import sqlite_driver
-from app.db.backends import create_engine
+from app.db.backends import create_engine, sqlite_driver
 from app.db.engine import create_sessionmaker
 from tests.conftest import thread_calls
 

@@ -98,7 +98,7 @@ async def test_payload_disk_full_is_503_and_recovers_without_restart(
 async def test_sqlite_locked_by_another_process_is_503_and_recovers(
     settings: Settings, tmp_path: Path
 ) -> None:
-    if not settings.is_sqlite:
+    if not settings.database_url.startswith("sqlite"):
         pytest.skip("SQLite's file lock; PostgreSQL's lock timeout is tested below")
     local = settings.model_copy(update={"sqlite_busy_timeout_ms": 300})
     app = create_app(local)
@@ -132,7 +132,7 @@ async def test_sqlite_locked_by_another_process_is_503_and_recovers(
 
 
 async def test_postgres_table_lock_is_503_within_the_lock_timeout(settings: Settings) -> None:
-    if settings.is_sqlite:
+    if settings.database_url.startswith("sqlite"):
         pytest.skip("PostgreSQL's lock_timeout")
     local = settings.model_copy(update={"db_lock_timeout_ms": 300})
     app = create_app(local)

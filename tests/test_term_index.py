@@ -20,8 +20,9 @@ from app.db.migrate import migrate
 from app.learning.features import scope_compatible
 from app.learning.ranking import query_terms
 from app.repositories.memories import MEMORIES
+from app.search.index import TermIndex
+from app.search.postings import ns_token
 from app.services.memories import new_memory
-from app.storage.term_index import TermIndex, ns_token
 from tests.conftest import PG_URL, running
 
 pytestmark = pytest.mark.skipif(PG_URL is not None, reason="SQLite's index")
@@ -356,16 +357,17 @@ async def test_search_finds_the_same_memories_with_and_without_the_index(
 
 async def test_the_app_closes_its_index(settings: Settings) -> None:
     from app.main import create_app
-    from app.storage.term_index import index_for
 
-    url = settings.database_url
-    async with running(create_app(settings)) as client:
+    app = create_app(settings)
+    async with running(app) as client:
         assert (await client.get("/ready")).json()["search_index"]["state"] in (
             "building",
             "ready",
         )
-        assert index_for(url.split("///", 1)[1]) is not None
-    assert index_for(url.split("///", 1)[1]) is None
+        index = app.state.engram.search.index
+        assert index is not None
+        assert index.stats()["state"] != "closed"
+    assert index.stats()["state"] == "closed"
 
 
 async def test_the_index_never_writes_to_the_database(db: Db) -> None:

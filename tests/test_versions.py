@@ -15,7 +15,7 @@ import pytest
 
 from app.api.connection import UVICORN
 from app.core.versions import Supported, UnsupportedVersion, release
-from app.db.sqlite_driver import AIOSQLITE, SQLALCHEMY
+from app.db.backends.sqlite_driver import AIOSQLITE, SQLALCHEMY
 
 ROOT = Path(__file__).resolve().parent.parent
 DECLARED = [SQLALCHEMY, AIOSQLITE, UVICORN]
@@ -119,7 +119,7 @@ def test_an_unsupported_sqlalchemy_stops_engram_with_one_line(tmp_path: Path) ->
     )
     assert r.returncode == 2, r.stderr
     assert r.stderr.splitlines() == [
-        "engram: sqlalchemy 2.0.58 is installed, but app.db.sqlite_driver supports "
+        "engram: sqlalchemy 2.0.58 is installed, but app.db.backends.sqlite_driver supports "
         "sqlalchemy>=2.1.0,<2.2 only (it builds on private classes): install one with "
         "`pip install 'sqlalchemy>=2.1.0,<2.2'`"
     ]

@@ -20,8 +20,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.core.config import Settings
 from app.core.errors import Forbidden, InvalidInput
-from app.db.checkpoint import Checkpointer
+from app.db.backends.checkpoint import Checkpointer
 from app.db.engine import transaction
+from app.search import Search
 from app.services import audit
 from app.services.auth import Authenticator, Principal, Role
 from app.services.episodes import EpisodeService
@@ -45,6 +46,8 @@ class AppState:
     episodes: EpisodeService
     recall_rng: random.Random
     write_lock: asyncio.Lock | None
+    # Ranked search of memories (its index, if any, is this process's).
+    search: Search
     # The in-process background worker (None when `engram worker` runs it elsewhere).
     worker: Worker | None = None
     # SQLite (a file): the thread that checkpoints the write-ahead log.

@@ -148,7 +148,7 @@ class Settings(BaseSettings):
     sqlite_synchronous: SQLiteSynchronous = SQLiteSynchronous.FULL
     sqlite_busy_timeout_ms: int = Field(default=5000, ge=0)
     # The server checkpoints the write-ahead log in a thread of its own this often
-    # (app/db/checkpoint.py); 0 leaves it to commits, as SQLite does by default.
+    # (app/db/backends/checkpoint.py); 0 leaves it to commits, as SQLite does by default.
     sqlite_checkpoint_interval_ms: int = Field(default=1000, ge=0)
     db_pool_size: int = Field(default=10, ge=1)
     # PostgreSQL: a statement waits at most this long for a lock, and runs at most
@@ -211,10 +211,6 @@ class Settings(BaseSettings):
                 """secrets.token_urlsafe(32))'`, or unset it"""
             )
         return key
-
-    @property
-    def is_sqlite(self) -> bool:
-        return self.database_url.startswith("sqlite")
 
     @property
     def bound_to_loopback(self) -> bool:

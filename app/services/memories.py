@@ -14,7 +14,8 @@ from app.core.config import Limits
 from app.core.errors import Conflict, NotFound, PayloadTooLarge
 from app.learning.ranking import query_terms
 from app.models import Memory
-from app.repositories.memories import MemoryFilters, MemoryRecord, MemoryRepository
+from app.repositories.memories import MemoryRecord, MemoryRepository
+from app.schemas.filters import MemoryFilters
 from app.schemas.memory import (
     SENSITIVITY_ORDER,
     MemoryCreate,
@@ -27,10 +28,11 @@ from app.schemas.memory import (
     MemorySupersede,
     ScoreParts,
 )
+from app.search import Search
 from app.services import pagination
-from app.services.episode_writer import EpisodeWriter
 from app.services.idempotency import checked_key, keyed_id
 from app.services.ids import uuid7
+from app.services.writer import EpisodeWriter
 
 # A memory can leave these statuses through each transition; anything else is a 409.
 FORGETTABLE = ("active", "quarantined", "superseded", "contradicted")
@@ -176,10 +178,17 @@ async def create_memory(
 
 class MemoryService:
     def __init__(
-        self, session: AsyncSession, *, limits: Limits, ceiling: str = "restricted"
+        self,
+        session: AsyncSession,
+        *,
+        limits: Limits,
+        searcher: Search | None = None,
+        ceiling: str = "restricted",
     ) -> None:
-        """`ceiling`: the highest sensitivity the caller may read (search is capped at it,
-        other answers redact what is above it)."""
+        """`searcher`: for `search` only. `ceiling`: the highest sensitivity the caller may
+        read (search is capped at it, other answers redact what is above it)."""
+        self.session = session
+        self.searcher = searcher
         self.repo = MemoryRepository(session)
         self.limits = limits
         self.ceiling = ceiling
@@ -289,7 +298,10 @@ class MemoryService:
             scope=dict(data.scope) if data.scope else None,
         )
         now = datetime.now(UTC)
-        rows = await self.repo.search(namespace, terms, filters, now=now, limit=data.limit)
+        assert self.searcher is not None, "MemoryService(searcher=...) answers searches"
+        rows = await self.searcher.rank(
+            self.session, namespace, terms, filters, now=now, limit=data.limit
+        )
         hits = [
             MemoryHit(
                 memory=self._read(memory, now=now),

@@ -19,13 +19,9 @@ from app.learning.features import (
 )
 from app.learning.policy import POLICY_ID, POLICY_VERSION, Candidate, decide
 from app.learning.ranking import query_terms
-from app.repositories.memories import (
-    MemoryFilters,
-    MemoryRecord,
-    MemoryRepository,
-    MemoryUsageRepository,
-)
+from app.repositories.memories import MemoryRecord, MemoryRepository, MemoryUsageRepository
 from app.repositories.rl import TransitionRepository
+from app.schemas.filters import MemoryFilters
 from app.schemas.memory import SENSITIVITY_ORDER
 from app.schemas.recall import (
     PolicyRef,
@@ -34,9 +30,10 @@ from app.schemas.recall import (
     RecallResponse,
     SuppressedMemory,
 )
-from app.services.episode_writer import EpisodeWriter
+from app.search import Search
 from app.services.ids import uuid7
 from app.services.memories import derived_status
+from app.services.writer import EpisodeWriter
 
 _REASONS = {
     "constraint": "constraint: a rule to respect (type or sensitivity, criticality >= 0.7)",
@@ -119,6 +116,7 @@ class RecallService:
         session: AsyncSession,
         *,
         writer: EpisodeWriter,
+        search: Search,
         settings: RecallSettings,
         rng: random.Random,
     ) -> None:
@@ -126,6 +124,8 @@ class RecallService:
         # through the writer's group commit, so a recall never holds the write lock. The
         # read session must end before `log`: the writer takes a connection of the same
         # pool, and recalls holding every connection while they wait for it would starve it.
+        self.session = session
+        self.search = search
         self.memories = MemoryRepository(session)
         self.usage = MemoryUsageRepository(session)
         self.transitions = TransitionRepository(session)
@@ -142,7 +142,8 @@ class RecallService:
         found: dict[str, tuple[MemoryRecord, float, int]] = {}
         terms = query_terms(req.task)
         if terms:
-            hits = await self.memories.search(
+            hits = await self.search.rank(
+                self.session,
                 namespace,
                 terms,
                 MemoryFilters(types=types, applies_to=req.scope),

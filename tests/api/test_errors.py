@@ -157,7 +157,7 @@ async def test_blob_store_down_is_503_and_nothing_is_written(
 async def test_database_gone_is_503_and_recovers_without_restart(
     settings: Settings, tmp_path: Path
 ) -> None:
-    if not settings.is_sqlite:
+    if not settings.database_url.startswith("sqlite"):
         pytest.skip("moves the SQLite file away; the PostgreSQL server is shared by the run")
     db_dir = tmp_path / "db"
     db_dir.mkdir()

@@ -343,7 +343,7 @@ async def test_common_query_terms_are_dropped_in_large_namespaces(
 
 
 async def _prune_terms(client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch) -> None:
-    from app.repositories import memories
+    from app.search import fts5 as memories
 
     for i in range(6):
         await create(client, content=f"The billing service restarts nightly (note {i}).")

@@ -17,7 +17,8 @@ from fastapi import FastAPI
 from app.core.config import Settings
 from app.learning.features import scope_compatible
 from app.main import create_app
-from app.repositories.memories import MemoryFilters, MemoryRepository, MemoryUsageRepository
+from app.repositories.memories import MemoryRepository, MemoryUsageRepository
+from app.schemas.filters import MemoryFilters
 from app.services.memories import new_memory
 from tests.conftest import running
 
@@ -211,7 +212,10 @@ async def test_the_searches_filter_as_scope_compatible_does(
                 (MemoryFilters(scope=wanted or None, applies_to=request), applies & holds),
                 (MemoryFilters(types=["constraint"], applies_to=request), applies & constraints),
             ):
-                hits = await repo.search("default", ["lantern"], filters, now=now, limit=500)
+                search = app.state.engram.search
+                hits = await search.rank(
+                    session, "default", ["lantern"], filters, now=now, limit=500
+                )
                 assert {m.id for m, _ in hits} == expected, (request, wanted)
                 listed = await repo.list("default", filters, now=now, after=None, limit=500)
                 assert {m.id for m in listed} == expected, (request, wanted)

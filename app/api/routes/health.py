@@ -9,7 +9,6 @@ from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
 from app.api.deps import StateDep
-from app.storage.term_index import index_for
 
 router = APIRouter(tags=["health"])
 
@@ -49,8 +48,7 @@ async def ready(state: StateDep) -> Any:
         stores["blobs"] = f"unavailable: {exc}"
     ok = all(v == "ok" for v in stores.values())
     body: dict[str, Any] = {"status": "ready" if ok else "unavailable", "stores": stores}
-    index = index_for(state.engine.url.database)
-    if index is not None:
-        # Informational: until it is built, search uses the full-text query instead.
-        body["search_index"] = index.stats()
+    search = state.search.stats()
+    if search is not None:
+        body["search_index"] = search
     return body if ok else JSONResponse(body, status_code=503)

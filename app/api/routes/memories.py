@@ -5,25 +5,26 @@ from __future__ import annotations
 import re
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Request, Response, status
+from fastapi import APIRouter, Path, Query, status
 from fastapi.responses import JSONResponse
 
-from app.api.body import DirectRoute, json_body, json_bytes, parse_body
+from app.api.body import json_bytes
 from app.api.deps import (
     AgentDep,
+    AppState,
     KeptAnswerDep,
     ReaderDep,
     SessionDep,
     SettingsDep,
+    StateDep,
     WriteSessionDep,
-    get_state,
     page_size,
     replayed,
-    require_agent,
 )
+from app.api.fast import Answer, fast_post
 from app.core.errors import InvalidInput, error_responses
-from app.repositories.memories import MemoryFilters
 from app.schemas.common import stored_ident
+from app.schemas.filters import MemoryFilters
 from app.schemas.memory import (
     MemoryCreate,
     MemoryPage,
@@ -36,7 +37,7 @@ from app.schemas.memory import (
     Sensitivity,
 )
 from app.services import memories as memory_service
-from app.services.auth import Principal
+from app.services.auth import Principal, Role
 from app.services.idempotency import IDEMPOTENCY_HEADER
 from app.services.memories import MemoryService
 
@@ -55,45 +56,29 @@ def _service(
     return MemoryService(session, limits=settings.limits, ceiling=principal.max_sensitivity)
 
 
-async def create_memory(request: Request) -> Response:
-    """Store a memory."""
-    # A write path agents call often: a DirectRoute that does its own auth, parsing and
-    # serialization (MemoryRead's fields, written as pydantic would write them).
-    principal = await require_agent(request)
-    body = await parse_body(request, MemoryCreate)
-    state = await get_state(request)
-    result, replayed = await memory_service.create_memory(
-        state.writer,
-        principal.namespace,
-        body,
-        limits=state.settings.limits,
-        idempotency_key=request.headers.get("idempotency-key"),
-    )
-    headers = {"Location": f"/v1/memories/{result['id']}"}
-    if replayed:
-        headers["Idempotent-Replayed"] = "true"
-    return Response(
-        json_bytes(result),
-        status_code=status.HTTP_201_CREATED,
-        media_type="application/json",
-        headers=headers,
-    )
-
-
-router.add_api_route(
+@fast_post(
+    router,
     "",
-    create_memory,
-    methods=["POST"],
-    route_class_override=DirectRoute,
+    role=Role.AGENT,
+    body=MemoryCreate,
     status_code=status.HTTP_201_CREATED,
     response_model=MemoryRead,
     summary="Create Memory",
     responses=error_responses(401, 403, 409, 413, 422, 503),
-    openapi_extra={
-        **json_body("MemoryCreate", MemoryCreate),
-        "parameters": [IDEMPOTENCY_HEADER],
-    },
 )
+async def create_memory(
+    state: AppState, principal: Principal, body: MemoryCreate, key: str | None
+) -> Answer:
+    """Store a memory."""
+    # MemoryRead's fields, written as pydantic would write them: no second validation.
+    result, is_replay = await memory_service.create_memory(
+        state.writer,
+        principal.namespace,
+        body,
+        limits=state.settings.limits,
+        idempotency_key=key,
+    )
+    return Answer(json_bytes(result), location=f"/v1/memories/{result['id']}", replayed=is_replay)
 
 
 @router.get("", response_model=MemoryPage, responses=error_responses(401, 422, 503))
@@ -131,10 +116,16 @@ async def list_memories(
 
 @router.post("/search", response_model=MemorySearchResult, responses=error_responses(401, 422, 503))
 async def search_memories(
-    body: MemorySearch, principal: ReaderDep, session: SessionDep, settings: SettingsDep
+    body: MemorySearch, principal: ReaderDep, session: SessionDep, state: StateDep
 ) -> MemorySearchResult:
     """Ranked full-text search (BM25 / ts_rank with criticality, confidence, value, staleness)."""
-    return await _service(session, settings, principal).search(principal.namespace, body)
+    service = MemoryService(
+        session,
+        limits=state.settings.limits,
+        searcher=state.search,
+        ceiling=principal.max_sensitivity,
+    )
+    return await service.search(principal.namespace, body)
 
 
 @router.get("/{memory_id}", response_model=MemoryRead, responses=error_responses(401, 404, 503))
@@ -195,10 +186,10 @@ async def supersede_memory(
     settings: SettingsDep,
 ) -> MemoryRead | JSONResponse:
     """Replace with a new version (returned); the old one becomes superseded, atomically."""
-    if kept is not None and (first := await kept.replay()) is not None:
+    if kept is not None and (first := await kept.replay(session)) is not None:
         return replayed(first)
     service = _service(session, settings, principal)
     new = await service.supersede(principal.namespace, _memory_id(memory_id), body)
     if kept is not None:
-        await kept.keep(status.HTTP_201_CREATED, new.model_dump(mode="json"))
+        await kept.keep(session, status.HTTP_201_CREATED, new.model_dump(mode="json"))
     return new

@@ -16,7 +16,7 @@ from sqlalchemy.sql.elements import ColumnElement, TextClause
 
 from app.core.config import Settings
 from app.core.metrics import Metrics
-from app.db.checkpoint import Checkpointer
+from app.db.backends.checkpoint import Checkpointer
 from app.db.engine import create_sessionmaker
 
 

@@ -15,9 +15,10 @@ from sqlalchemy.sql.elements import TextClause
 
 from app.core.config import Settings
 from app.core.metrics import Metrics
-from app.db import checkpoint, probe, sqlite_driver
+from app.db import probe
+from app.db.backends import checkpoint, sqlite_driver
 from app.db.backends.base import Backend
-from app.db.checkpoint import Checkpointer
+from app.db.backends.checkpoint import Checkpointer
 from app.db.engine import WRITE_OPTION
 
 

@@ -1,0 +1,146 @@
+"""The in-memory index's data: postings per term, each slot's type and scope as
+inverted lists, and the namespace token of the full-text table (see `index.py`)."""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import orjson
+
+
+def ns_token(namespace: str) -> str:
+    """The namespace's token in memories_fts ('n' + hex + 'x')."""
+    return "n" + namespace.encode().hex().upper() + "x"
+
+
+@dataclass
+class _Postings:
+    slots: array[int] = field(default_factory=lambda: array("i"))
+    tf: array[float] = field(default_factory=lambda: array("f"))  # small integers
+
+
+class _Scopes:
+    """Each slot's scope as inverted lists: (key, value) -> the slots whose scope holds
+    it, and per slot how many ids (keys but level) its scope has. A filter then reads the
+    lists of the pairs it names instead of testing every scope.
+
+    Many scopes are unique (a reflection's holds its episode's id): a pair that one slot
+    holds keeps it as an int, not an array, and the pair is one string, not a tuple."""
+
+    def __init__(self) -> None:
+        self.ids: array[int] = array("i")  # per slot; -1: no memory row, or not an object
+        self.holders: dict[str, int | array[int]] = {}
+
+    def add(self, stored: str | None) -> None:
+        slot = len(self.ids)
+        try:
+            scope = orjson.loads(stored) if stored is not None else None
+        except orjson.JSONDecodeError:
+            scope = None
+        if not isinstance(scope, dict):
+            self.ids.append(-1)  # never passes a filter
+            return
+        self.ids.append(sum(1 for k in scope if k != "level"))
+        for key, value in scope.items():
+            if not isinstance(value, str):  # filters hold strings: others never equal
+                continue
+            pair = _pair(key, value)
+            held = self.holders.get(pair)
+            if held is None:
+                self.holders[pair] = slot
+            elif isinstance(held, int):
+                self.holders[pair] = array("i", (held, slot))
+            else:
+                held.append(slot)
+
+    def _held(self, pairs: list[tuple[str, str]]) -> Any:
+        held = np.zeros(len(self.ids), dtype=np.int32)
+        for key, value in pairs:
+            slots = self.holders.get(_pair(key, value))
+            if isinstance(slots, int):
+                held[slots] += 1
+            elif slots is not None:
+                held[np.frombuffer(slots, dtype=np.int32)] += 1  # a scope holds a key once
+        return held
+
+    def applying_to(self, request: Mapping[str, str]) -> Any:
+        """Per slot: every id of its scope (all keys but level) equals the request's
+        (`app.learning.features.scope_compatible`)."""
+        pairs = [(k, v) for k, v in request.items() if k != "level"]
+        return self._held(pairs) == np.frombuffer(self.ids, dtype=np.int32)
+
+    def matching(self, wanted: Mapping[str, str]) -> Any:
+        """Per slot: its scope holds every (key, value) wanted."""
+        ok = self._held(list(wanted.items())) == len(wanted)
+        return ok & (np.frombuffer(self.ids, dtype=np.int32) >= 0)
+
+
+def _pair(key: str, value: str) -> str:
+    return f"{len(key)}:{key}{value}"  # the length keeps ("a", "bc") apart from ("ab", "c")
+
+
+class Data:
+    """Slots (one per full-text row ever seen since the last build) and postings."""
+
+    def __init__(self) -> None:
+        self.rowids: array[int] = array("q")
+        self.lengths: array[float] = array("d")  # tokens in every indexed column
+        self.alive: array[int] = array("b")
+        self.ns: array[int] = array("i")
+        self.types: array[int] = array("i")
+        self.ids: list[str] = []
+        self.slot_of: dict[str, dict[str, int]] = {}  # ns token -> memory id -> slot
+        self.ns_codes: dict[str, int] = {}
+        self.type_codes: dict[str, int] = {}
+        self.scopes = _Scopes()
+        self.postings: dict[str, _Postings] = {}
+        self.live = 0
+        self.live_tokens = 0.0
+        self.cursor = 0  # highest rowid held by a live slot
+        self.deletion_seq = 0
+
+    def code(self, table: dict[str, int], name: str) -> int:
+        return table.setdefault(name, len(table))
+
+    def add(
+        self, rowid: int, memory_id: str, token: str, memory: tuple[str, str | None] | None
+    ) -> int:
+        """A new slot; `memory` is the row's (type, scope as stored), None without a row."""
+        type_, scope = memory or ("", None)
+        slot = len(self.ids)
+        self.rowids.append(rowid)
+        self.lengths.append(1.0)  # the namespace column's one token; the text's are posted
+        self.alive.append(1)
+        self.ns.append(self.code(self.ns_codes, token))
+        self.types.append(self.code(self.type_codes, type_))
+        self.scopes.add(scope)
+        self.ids.append(memory_id)
+        slots = self.slot_of.setdefault(token, {})
+        old = slots.get(memory_id)
+        if old is not None:
+            self.kill(old)
+        slots[memory_id] = slot
+        self.live += 1
+        self.live_tokens += 1.0
+        self.cursor = max(self.cursor, rowid)
+        return slot
+
+    def kill(self, slot: int) -> None:
+        if self.alive[slot]:
+            self.alive[slot] = 0
+            self.live -= 1
+            self.live_tokens -= self.lengths[slot]
+
+    def post(self, term: str, slot: int, tf: int) -> None:
+        """`tf` occurrences of the term in the slot's text (counted in its length)."""
+        postings = self.postings.get(term)
+        if postings is None:
+            postings = self.postings[term] = _Postings()
+        postings.slots.append(slot)
+        postings.tf.append(tf)
+        self.lengths[slot] += tf
+        self.live_tokens += tf
