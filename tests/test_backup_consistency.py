@@ -35,7 +35,7 @@ async def test_writes_after_the_snapshot_opens_are_not_in_it(tmp_path: Path) -> 
             ids.append((await client.post("/v1/episodes", json=body)).json()["id"])
         state = app.state.engram
         snapshot = await backup.open_snapshot(
-            state.engine, state.blobs.snapshot, exclusive=state.writer.exclusive
+            state.engine, state.blobs.snapshot, run_paused=state.writer.run_paused
         )
         # After the snapshot: one episode deleted (its payload too), one appended, one new.
         assert (await client.delete(f"/v1/episodes/{ids[0]}")).status_code == 204

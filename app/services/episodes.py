@@ -23,9 +23,9 @@ from app.schemas.episode import (
 )
 from app.services import pagination
 from app.services.episode_records import build_episode, prepare_steps
-from app.services.episode_writer import EpisodeWriter, Replayed
 from app.services.idempotency import checked_key
 from app.services.ids import uuid7
+from app.services.writer import EpisodeWriter, Replayed
 from app.storage.blobs import BlobStore, episode_prefix, parse_episode_key
 
 

@@ -35,7 +35,7 @@ async def download_backup(
             client=client_address(request),
         )
     snapshot = await backup.open_snapshot(
-        state.engine, state.blobs.snapshot, exclusive=state.writer.exclusive
+        state.engine, state.blobs.snapshot, run_paused=state.writer.run_paused
     )
     stamp = snapshot.created_at.strftime("%Y%m%dT%H%M%SZ")
     headers = {

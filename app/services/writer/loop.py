@@ -1,0 +1,244 @@
+"""The writer's task: take what is queued, decide it, write it as one group commit, then
+answer; a batch that fails is answered with its error and the task goes on."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from app.core.errors import AppError, Conflict, StoreUnavailable
+from app.core.logging import batch_request_ids_var
+from app.core.metrics import Metrics
+from app.db.engine import create_sessionmaker
+from app.db.errors import is_store_outage
+from app.services.writer.commands import Batch, Command, Commands, as_app_error, fail, settle
+from app.services.writer.direct import is_direct, write_direct
+from app.services.writer.episodes import EpisodeDecisions, touches_deleted
+from app.services.writer.memories import decide_memory
+from app.services.writer.sweep import sweep_chunk
+from app.services.writer.transitions import decide_transition
+from app.services.writer.write import load, write
+from app.storage.blobs import BlobStore, BlobStoreError
+
+log = logging.getLogger("engram.writer")
+GATHER_IDLE_ROUNDS = 10
+GATHER_MAX_ROUNDS = 64
+# Commands that run on their own, after the write batches queued with them.
+OUTSIDE_BATCHES = {"sweep", "paused"}
+
+
+class EpisodeWriter(Commands):
+    """The one task that writes episodes, new memories and recall logs, in group commits."""
+
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        blobs: BlobStore,
+        *,
+        max_batch: int,
+        queue_size: int,
+        max_steps: int,
+        max_attempts: int = 5,
+        on_completed: Callable[[], None] | None = None,
+        lock: asyncio.Lock | None = None,
+        metrics: Metrics | None = None,
+    ) -> None:
+        self._engine = engine
+        self._metrics = metrics
+        # SQLite: the process's writers (requests, the worker, this writer) take turns on
+        # one asyncio lock instead of meeting in SQLite's busy handler, which sleeps.
+        self._lock = lock
+        # Completing an episode queues its learning job in the same transaction.
+        self._max_attempts = max_attempts
+        self._on_completed = on_completed
+        self._blobs = blobs
+        self._max_batch = max_batch
+        self._queue_size = queue_size
+        episodes = EpisodeDecisions(max_steps=max_steps)
+        self._decisions: dict[str, Callable[[Batch, Command], None]] = {
+            "create": episodes.create,
+            "append": episodes.append,
+            "complete": episodes.complete,
+            "delete": episodes.delete,
+            "memory": decide_memory,
+            "transition": decide_transition,
+        }
+        self._sessionmaker: async_sessionmaker[AsyncSession] | None = None
+        self._queue = None
+        self._task = None
+        self.batches = 0
+        self.commands = 0
+
+    # -- lifecycle -------------------------------------------------------------
+
+    def start(self) -> None:
+        self._sessionmaker = create_sessionmaker(self._engine, write=True)
+        self._queue = asyncio.Queue(maxsize=self._queue_size)
+        self._task = asyncio.create_task(self._run(), name="engram-episode-writer")
+
+    async def stop(self) -> None:
+        """Finish every queued command, then stop."""
+        if self._task is None or self._queue is None:
+            return
+        await self._queue.put(None)
+        await self._task
+        self._task = None
+
+    # -- the loop --------------------------------------------------------------
+
+    async def _run(self) -> None:
+        queue = self._queue
+        assert queue is not None
+        stopping = False
+        while not stopping:
+            first = await queue.get()
+            if first is None:
+                break
+            commands = [first]
+            await self._gather(queue)
+            while len(commands) < self._max_batch and not queue.empty():
+                nxt = queue.get_nowait()
+                if nxt is None:
+                    stopping = True
+                    break
+                commands.append(nxt)
+            # The writer's log lines name the requests of the batch they concern.
+            ids = batch_request_ids_var.set([c.request_id for c in commands if c.request_id])
+            try:
+                await self._process(commands)
+            except Exception as exc:  # never let the writer die; fail the batch instead
+                log.exception("episode writer batch failed")
+                self._count_store_error(exc)
+                for cmd in commands:
+                    if not cmd.future.done():
+                        cmd.future.set_exception(as_app_error(exc))
+            finally:
+                batch_request_ids_var.reset(ids)
+
+    async def _gather(self, queue: asyncio.Queue[Command | None]) -> None:
+        """Let requests already in the event loop reach the queue before a batch starts.
+
+        One batch of thirty costs one payload sync and one commit; thirty batches of
+        one cost thirty. Each yield lets every ready request run up to its submit; the
+        writer stops yielding once GATHER_IDLE_ROUNDS pass with nothing new queued.
+        """
+        idle = rounds = 0
+        while idle < GATHER_IDLE_ROUNDS and rounds < GATHER_MAX_ROUNDS:
+            if queue.qsize() >= self._max_batch:
+                return
+            before = queue.qsize()
+            await asyncio.sleep(0)
+            rounds += 1
+            idle = idle + 1 if queue.qsize() == before else 0
+
+    async def _process(self, commands: list[Command]) -> None:
+        while commands:
+            sweeps = [c for c in commands if c.kind in OUTSIDE_BATCHES]
+            writes = [c for c in commands if c.kind not in OUTSIDE_BATCHES]
+            if writes:
+                rest = await self._apply(writes)
+                commands = rest + sweeps
+            else:
+                for cmd in sweeps:
+                    await (self._sweep_chunk(cmd) if cmd.kind == "sweep" else _run_alone(cmd))
+                commands = []
+
+    def _count_store_error(self, exc: Exception) -> None:
+        if self._metrics is None:
+            return
+        if isinstance(exc, BlobStoreError):
+            self._metrics.store_error("leveldb")
+        elif is_store_outage(exc):
+            self._metrics.store_error("sql")
+
+    def _turn(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        return self._lock if self._lock is not None else contextlib.nullcontext()
+
+    async def _apply(self, commands: list[Command]) -> list[Command]:
+        """Apply a prefix of commands as one group commit; return those left for later."""
+        async with self._turn():
+            left = await self._apply_batch(commands)
+        if left is None:
+            # Someone else wrote the same keys; isolate each command to give each its answer.
+            for cmd in commands:
+                await self._process([cmd])
+            return []
+        return left
+
+    async def _apply_batch(self, commands: list[Command]) -> list[Command] | None:
+        """The group commit; None when the batch conflicted and must run command by command."""
+        assert self._sessionmaker is not None
+        batch = Batch()
+        try:
+            if is_direct(self._engine, commands):
+                done = self._decide(batch, commands)
+                await write_direct(self._engine, batch)
+            else:
+                async with self._sessionmaker() as session:
+                    try:
+                        await load(session, commands, batch)
+                        done = self._decide(batch, commands)
+                        await write(
+                            session,
+                            batch,
+                            blobs=self._blobs,
+                            max_attempts=self._max_attempts,
+                            on_completed=self._on_completed,
+                        )
+                    except Exception:
+                        await session.rollback()
+                        raise
+        except IntegrityError:
+            if len(commands) == 1:
+                settle([(commands[0].future, Conflict("conflicting concurrent write"))])
+                return []
+            return None
+        except BlobStoreError as exc:
+            self._count_store_error(exc)
+            fail(commands, StoreUnavailable(f"payload store unavailable: {exc}"))
+            return []
+        except Exception as exc:
+            self._count_store_error(exc)
+            if not is_store_outage(exc):  # a defect: its requests only see "internal"
+                log.exception("episode writer batch failed")
+            fail(commands, as_app_error(exc))
+            return []
+        settle(batch.results)
+        self.batches += 1
+        self.commands += done
+        if self._metrics is not None:
+            self._metrics.ingest_batch.observe(done)
+        return commands[done:]
+
+    def _decide(self, batch: Batch, commands: list[Command]) -> int:
+        """Decide each command against the batch's state; returns how many were decided
+        (a command after a delete of the same episode waits a round)."""
+        done = 0
+        for cmd in commands:
+            if touches_deleted(batch, cmd):
+                break
+            try:
+                self._decisions[cmd.kind](batch, cmd)
+            except AppError as exc:
+                batch.results.append((cmd.future, exc))
+            done += 1
+        return done
+
+    async def _sweep_chunk(self, cmd: Command) -> None:
+        assert self._sessionmaker is not None
+        await sweep_chunk(
+            cmd, blobs=self._blobs, sessionmaker=self._sessionmaker, turn=self._turn()
+        )
+
+
+async def _run_alone(cmd: Command) -> None:
+    try:
+        cmd.future.set_result(await cmd.data())
+    except Exception as exc:
+        cmd.future.set_exception(exc)

@@ -1,0 +1,48 @@
+"""The orphan sweep: payloads no row points to (a crash between a payload write and its
+SQL commit, or before a deleted episode's payloads went) are removed, a chunk of keys
+at a time."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from app.repositories.episodes import EpisodeRepository
+from app.services.writer.commands import Command, as_app_error
+from app.storage.blobs import EPISODE_PREFIX, BlobStore, parse_episode_key
+
+log = logging.getLogger("engram.writer")
+
+
+async def sweep_chunk(
+    cmd: Command,
+    *,
+    blobs: BlobStore,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    turn: contextlib.AbstractAsyncContextManager[Any],
+) -> None:
+    """Remove the orphans among the chunk of keys after `cmd.data`'s key; answers the
+    number removed and the key to continue after (None at the end)."""
+    after, limit = cmd.data
+    try:
+        keys = await blobs.scan_keys(EPISODE_PREFIX, after=after, limit=limit)
+        parsed = [(key, *parse_episode_key(key)) for key in keys]
+        pairs = list({(ns, eid) for _, ns, eid, _ in parsed})
+        async with turn, sessionmaker() as session:
+            counts = await EpisodeRepository(session).step_counts(pairs)
+            await session.rollback()
+        orphans = [
+            key
+            for key, ns, eid, seq in parsed
+            if (ns, eid) not in counts or (seq is not None and seq >= counts[(ns, eid)])
+        ]
+        if orphans:
+            await blobs.write({}, deletes=orphans)
+            log.info("swept orphan payloads", extra={"keys": len(orphans)})
+        next_after = keys[-1] if len(keys) >= limit else None
+        cmd.future.set_result((len(orphans), next_after))
+    except Exception as exc:
+        cmd.future.set_exception(as_app_error(exc))
