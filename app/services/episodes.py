@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.config import Limits
 from app.core.errors import NotFound, PayloadTooLarge
-from app.repositories.episodes import EpisodeFilters, EpisodeRepository
+from app.repositories.episodes import EpisodeRepository
 from app.schemas.episode import (
     EpisodeComplete,
     EpisodeContext,
@@ -21,6 +21,7 @@ from app.schemas.episode import (
     StepCreate,
     StepRead,
 )
+from app.schemas.filters import EpisodeFilters
 from app.services import pagination
 from app.services.episode_records import build_episode, prepare_steps
 from app.services.idempotency import checked_key

@@ -12,9 +12,10 @@ from app.core.config import Learning
 from app.core.errors import NotFound
 from app.models import Memory, Pattern, Skill
 from app.repositories.episode_learning import EpisodeLearningRepository
-from app.repositories.memories import MemoryFilters, MemoryRepository
+from app.repositories.memories import MemoryRepository
 from app.repositories.patterns import PatternRepository
 from app.repositories.skills import SkillRepository
+from app.schemas.filters import MemoryFilters
 from app.schemas.learning import (
     PatternPage,
     PatternRead,
