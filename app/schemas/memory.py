@@ -53,6 +53,17 @@ class Sensitivity(StrEnum):
 
 SENSITIVITY_ORDER = [s.value for s in Sensitivity]
 
+
+def within_sensitivity(level: str, ceiling: str) -> bool:
+    """A memory of sensitivity `level` may be read where `ceiling` is the highest allowed."""
+    return SENSITIVITY_ORDER.index(level) <= SENSITIVITY_ORDER.index(ceiling)
+
+
+def lower_sensitivity(a: str, b: str) -> str:
+    """The lower of two sensitivities (a request's ask capped at a key's ceiling)."""
+    return a if within_sensitivity(a, b) else b
+
+
 ScopeKey = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,31}$")]
 ScopeValue = Annotated[str, StringConstraints(min_length=1, max_length=256)]
 # A scope's level, and the id a level other than global needs beside it.

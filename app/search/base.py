@@ -45,6 +45,24 @@ class Search(Protocol):
         its score's parts (text, value, staleness, score)."""
 
 
+class Statements:
+    """Statements built by `build` for each filter shape, kept: building one is a
+    millisecond of Python, a tenth of a recall, and only its parameters change between
+    searches."""
+
+    def __init__(self, build: Callable[[FilterShape], Any]) -> None:
+        self._build = build
+        self._built: dict[FilterShape, Any] = {}
+
+    def __call__(self, shape: FilterShape) -> Any:
+        stmt = self._built.get(shape)
+        if stmt is None:
+            if len(self._built) > 256:
+                self._built.clear()
+            stmt = self._built[shape] = self._build(shape)
+        return stmt
+
+
 def ranked_statement(
     shape: FilterShape,
     *,

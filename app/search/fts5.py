@@ -29,7 +29,7 @@ from app.db import probe
 from app.db.backends.sqlite import SQLiteBackend
 from app.repositories.memory_sql import MEMORIES, FilterShape, filter_params
 from app.schemas.filters import MemoryFilters
-from app.search.base import PREFILTER, Ranked, ranked_statement, relative, scored
+from app.search.base import PREFILTER, Ranked, Statements, ranked_statement, relative, scored
 from app.search.index import TermIndex
 from app.search.postings import ns_token
 
@@ -45,15 +45,48 @@ DF_TTL_S = 30.0
 _FTS = table("memories_fts", column("memory_id"), column("ns"))
 
 
+def _ranked_statement(shape: FilterShape) -> Any:
+    """The matches, given as a JSON object (id -> relevance / best relevance), ranked."""
+    source = func.json_each(bindparam("matched")).table_valued("key", "value", name="matched")
+    last = func.coalesce(MEMORIES.c.last_used_at, MEMORIES.c.updated_at)
+    return ranked_statement(
+        shape,
+        source=source,
+        matched_id=source.c.key,
+        text_part=sql_cast(source.c.value, Float),
+        age_days=func.julianday(bindparam("now_text")) - func.julianday(last),
+        clip=SQLiteBackend.clip,
+    )
+
+
+def _fts_statement(shape: FilterShape) -> Any:
+    """FTS5's best matches by bm25() among the memories that pass the shape's match
+    filters; parameters: the filters', `query` and `fetch`."""
+    fts: ColumnElement[Any] = literal_column("memories_fts")
+    relevance = -func.bm25(fts, literal_column("1.0"), literal_column("0.0"))
+    return (
+        select(_FTS.c.memory_id, _FTS.c.ns, relevance.label("relevance"))
+        .join(
+            MEMORIES,
+            and_(
+                MEMORIES.c.namespace == bindparam("namespace"),
+                MEMORIES.c.id == _FTS.c.memory_id,
+            ),
+        )
+        .where(fts.op("MATCH")(bindparam("query")), *shape.match_clauses(SQLiteBackend))
+        .order_by(literal_column("relevance").desc())
+        .limit(bindparam("fetch"))
+    )
+
+
 class Fts5Search:
     backend = SQLiteBackend.name
 
     def __init__(self, *, database_file: str | None, use_index: bool) -> None:
         self.index = TermIndex(database_file) if use_index and database_file else None
-        # Built statements by filter shape (building one is a millisecond of Python, a
-        # tenth of a recall), and how many memories hold each stem.
-        self._ranked: dict[FilterShape, Any] = {}
-        self._fts: dict[FilterShape, Any] = {}
+        # Built statements by filter shape, and how many memories hold each stem.
+        self._ranked = Statements(_ranked_statement)
+        self._fts = Statements(_fts_statement)
         self._df: dict[str, tuple[float, int]] = {}
 
     def start(self) -> None:
@@ -90,54 +123,8 @@ class Fts5Search:
             return []
         params["matched"] = orjson.dumps(relevance).decode()
         params["now_text"] = now.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
-        stmt = self._ranked_statement(FilterShape.of(filters))
+        stmt = self._ranked(FilterShape.of(filters))
         return scored(await session.execute(stmt, params))
-
-    def _ranked_statement(self, shape: FilterShape) -> Any:
-        stmt = self._ranked.get(shape)
-        if stmt is not None:
-            return stmt
-        # The matches go in as a JSON object (id -> relevance / best relevance).
-        source = func.json_each(bindparam("matched")).table_valued("key", "value", name="matched")
-        last = func.coalesce(MEMORIES.c.last_used_at, MEMORIES.c.updated_at)
-        stmt = ranked_statement(
-            shape,
-            source=source,
-            matched_id=source.c.key,
-            text_part=sql_cast(source.c.value, Float),
-            age_days=func.julianday(bindparam("now_text")) - func.julianday(last),
-            clip=SQLiteBackend.clip,
-        )
-        if len(self._ranked) > 256:
-            self._ranked.clear()
-        self._ranked[shape] = stmt
-        return stmt
-
-    def _fts_statement(self, shape: FilterShape) -> Any:
-        """FTS5's best matches by bm25() among the memories that pass the shape's match
-        filters; parameters: the filters', `query` and `fetch`."""
-        stmt = self._fts.get(shape)
-        if stmt is not None:
-            return stmt
-        fts: ColumnElement[Any] = literal_column("memories_fts")
-        relevance = -func.bm25(fts, literal_column("1.0"), literal_column("0.0"))
-        stmt = (
-            select(_FTS.c.memory_id, _FTS.c.ns, relevance.label("relevance"))
-            .join(
-                MEMORIES,
-                and_(
-                    MEMORIES.c.namespace == bindparam("namespace"),
-                    MEMORIES.c.id == _FTS.c.memory_id,
-                ),
-            )
-            .where(fts.op("MATCH")(bindparam("query")), *shape.match_clauses(SQLiteBackend))
-            .order_by(literal_column("relevance").desc())
-            .limit(bindparam("fetch"))
-        )
-        if len(self._fts) > 256:
-            self._fts.clear()
-        self._fts[shape] = stmt
-        return stmt
 
     async def _index_matches(
         self,
@@ -195,7 +182,7 @@ class Fts5Search:
             # Only memories that pass the filters may take the top places: otherwise many
             # matches of another type (a task type's reflections) or of other scopes could
             # push every one out.
-            stmt = self._fts_statement(shape)
+            stmt = self._fts(shape)
             params = base_params | {"query": query, "fetch": fetch}
         else:
             stmt = text(

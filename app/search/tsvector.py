@@ -14,14 +14,12 @@ from sqlalchemy.sql.elements import ColumnElement
 from app.db.backends.postgres import PostgresBackend
 from app.repositories.memory_sql import MEMORIES, FilterShape, filter_params
 from app.schemas.filters import MemoryFilters
-from app.search.base import PREFILTER, Ranked, ranked_statement, scored
+from app.search.base import PREFILTER, Ranked, Statements, ranked_statement, scored
 
 
 class TsvectorSearch:
     def __init__(self) -> None:
-        # Built statements by filter shape: building one is a millisecond of Python, a
-        # tenth of a recall, and only its parameters change between searches.
-        self._statements: dict[FilterShape, Any] = {}
+        self._statements = Statements(_statement)
 
     def start(self) -> None:
         pass
@@ -48,36 +46,30 @@ class TsvectorSearch:
             "tsquery": " | ".join(terms),
             "prefilter": max(PREFILTER, 4 * limit),
         }
-        return scored(await session.execute(self._statement(FilterShape.of(filters)), params))
+        return scored(await session.execute(self._statements(FilterShape.of(filters)), params))
 
-    def _statement(self, shape: FilterShape) -> Any:
-        stmt = self._statements.get(shape)
-        if stmt is not None:
-            return stmt
-        tsquery = func.to_tsquery(literal_column("'english'::regconfig"), bindparam("tsquery"))
-        vector: ColumnElement[Any] = literal_column("memories.search_vector")
-        rank = func.ts_rank_cd(vector, tsquery)
-        # The engine keeps the best `prefilter` matches by text relevance alone (in C); the
-        # blended score is computed only for those, relative to the best match.
-        source = (
-            select(MEMORIES.c.id.label("memory_id"), rank.label("relevance"))
-            .where(MEMORIES.c.namespace == bindparam("namespace"), vector.op("@@")(tsquery))
-            .where(*shape.match_clauses(PostgresBackend))
-            .order_by(rank.desc())
-            .limit(bindparam("prefilter"))
-            .subquery("matched")
-        )
-        best = func.nullif(func.max(source.c.relevance).over(), 0.0)
-        last = func.coalesce(MEMORIES.c.last_used_at, MEMORIES.c.updated_at)
-        stmt = ranked_statement(
-            shape,
-            source=source,
-            matched_id=source.c.memory_id,
-            text_part=PostgresBackend.clip(sql_cast(source.c.relevance, Float) / best),
-            age_days=func.extract("epoch", func.now() - last) / 86400.0,
-            clip=PostgresBackend.clip,
-        )
-        if len(self._statements) > 256:
-            self._statements.clear()
-        self._statements[shape] = stmt
-        return stmt
+
+def _statement(shape: FilterShape) -> Any:
+    tsquery = func.to_tsquery(literal_column("'english'::regconfig"), bindparam("tsquery"))
+    vector: ColumnElement[Any] = literal_column("memories.search_vector")
+    rank = func.ts_rank_cd(vector, tsquery)
+    # The engine keeps the best `prefilter` matches by text relevance alone (in C); the
+    # blended score is computed only for those, relative to the best match.
+    source = (
+        select(MEMORIES.c.id.label("memory_id"), rank.label("relevance"))
+        .where(MEMORIES.c.namespace == bindparam("namespace"), vector.op("@@")(tsquery))
+        .where(*shape.match_clauses(PostgresBackend))
+        .order_by(rank.desc())
+        .limit(bindparam("prefilter"))
+        .subquery("matched")
+    )
+    best = func.nullif(func.max(source.c.relevance).over(), 0.0)
+    last = func.coalesce(MEMORIES.c.last_used_at, MEMORIES.c.updated_at)
+    return ranked_statement(
+        shape,
+        source=source,
+        matched_id=source.c.memory_id,
+        text_part=PostgresBackend.clip(sql_cast(source.c.relevance, Float) / best),
+        age_days=func.extract("epoch", func.now() - last) / 86400.0,
+        clip=PostgresBackend.clip,
+    )

@@ -21,7 +21,7 @@ from app.core.config import AuthMode, Settings
 from app.core.errors import Forbidden, StartupRefused, Unauthorized
 from app.models import ApiKey
 from app.repositories.api_keys import ApiKeyRepository
-from app.schemas.memory import SENSITIVITY_ORDER
+from app.schemas.memory import within_sensitivity
 from app.services.ids import uuid7
 from app.services.ratelimit import RateLimiter
 
@@ -54,12 +54,8 @@ class Principal:
     # listings redact the content of memories above it.
     max_sensitivity: str = "restricted"
 
-    def sensitivity_cap(self, asked: str) -> str:
-        """The lower of what a request asks for and what the key may read."""
-        return min(asked, self.max_sensitivity, key=SENSITIVITY_ORDER.index)
-
     def may_read(self, sensitivity: str) -> bool:
-        return SENSITIVITY_ORDER.index(sensitivity) <= SENSITIVITY_ORDER.index(self.max_sensitivity)
+        return within_sensitivity(sensitivity, self.max_sensitivity)
 
     def at_least(self, role: Role) -> bool:
         return _RANK[self.role] >= _RANK[role]

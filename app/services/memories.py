@@ -27,6 +27,8 @@ from app.schemas.memory import (
     MemorySearchResult,
     MemorySupersede,
     ScoreParts,
+    lower_sensitivity,
+    within_sensitivity,
 )
 from app.search import Search
 from app.services import pagination
@@ -55,10 +57,6 @@ def derived_status(memory: MemoryRecord, *, now: datetime) -> str:
     return status_at(memory.status, memory.valid_until, now=now)
 
 
-def readable(sensitivity: str, ceiling: str) -> bool:
-    return SENSITIVITY_ORDER.index(sensitivity) <= SENSITIVITY_ORDER.index(ceiling)
-
-
 def to_read(memory: MemoryRecord, *, now: datetime, ceiling: str = "restricted") -> MemoryRead:
     """The memory as a reader sees it: content and metadata withheld when it is more
     sensitive than `ceiling`, the highest sensitivity the reader's key may read."""
@@ -66,7 +64,7 @@ def to_read(memory: MemoryRecord, *, now: datetime, ceiling: str = "restricted")
     mean = memory.reward_sum / memory.reward_count if memory.reward_count else None
     fields = {c: getattr(memory, c) for c in MemoryRead.model_fields if hasattr(memory, c)}
     fields |= {"metadata": memory.metadata_, "status": status, "reward_mean": mean}
-    if not readable(memory.sensitivity, ceiling):
+    if not within_sensitivity(memory.sensitivity, ceiling):
         fields |= {"content": "", "metadata": {}, "redacted": True}
     return MemoryRead.model_validate(fields)
 
@@ -289,7 +287,7 @@ class MemoryService:
         terms = query_terms(data.query)
         if not terms:
             return MemorySearchResult(query_terms=[], hits=[])
-        cap = min(data.max_sensitivity.value, self.ceiling, key=SENSITIVITY_ORDER.index)
+        cap = lower_sensitivity(data.max_sensitivity.value, self.ceiling)
         allowed = SENSITIVITY_ORDER[: SENSITIVITY_ORDER.index(cap) + 1]
         filters = MemoryFilters(
             types=[t.value for t in data.types] if data.types else None,

@@ -22,7 +22,7 @@ from app.learning.ranking import query_terms
 from app.repositories.memories import MemoryRecord, MemoryRepository, MemoryUsageRepository
 from app.repositories.rl import TransitionRepository
 from app.schemas.filters import MemoryFilters
-from app.schemas.memory import SENSITIVITY_ORDER
+from app.schemas.memory import lower_sensitivity
 from app.schemas.recall import (
     PolicyRef,
     RecalledMemory,
@@ -199,7 +199,7 @@ class RecallService:
             candidates,
             token_budget=req.token_budget,
             k=req.k,
-            max_sensitivity=min(req.max_sensitivity.value, ceiling, key=SENSITIVITY_ORDER.index),
+            max_sensitivity=lower_sensitivity(req.max_sensitivity.value, ceiling),
             epsilon=self.settings.epsilon,
             rng=self.rng,
         )

@@ -6,9 +6,9 @@ asks which database it runs on; it asks the backend."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
 from typing import Any, ClassVar
 
+import orjson
 from sqlalchemy import Table
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.sql.dml import Insert
@@ -18,6 +18,11 @@ from app.core.config import Settings
 from app.core.metrics import Metrics
 from app.db.backends.checkpoint import Checkpointer
 from app.db.engine import create_sessionmaker
+
+
+def json_text(value: Any) -> str:
+    """JSON columns' serializer for every engine (orjson, as text)."""
+    return orjson.dumps(value).decode()
 
 
 class Backend:
@@ -85,7 +90,3 @@ class Backend:
     @staticmethod
     async def read_snapshot(conn: AsyncConnection) -> None:
         """Make the transaction on `conn` read one snapshot of the database."""
-
-    @staticmethod
-    def request_ids(scope: Mapping[str, str]) -> list[tuple[str, str]]:
-        return sorted((k, v) for k, v in scope.items() if k != "level")

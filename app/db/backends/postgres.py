@@ -14,11 +14,7 @@ from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.elements import ColumnElement
 
 from app.core.config import Settings
-from app.db.backends.base import Backend
-
-
-def _json_dumps(value: Any) -> str:
-    return orjson.dumps(value).decode()
+from app.db.backends.base import Backend, json_text
 
 
 class PostgresBackend(Backend):
@@ -30,7 +26,7 @@ class PostgresBackend(Backend):
     def create_engine(settings: Settings) -> AsyncEngine:
         return create_async_engine(
             settings.database_url,
-            json_serializer=_json_dumps,
+            json_serializer=json_text,
             json_deserializer=orjson.loads,
             pool_size=settings.db_pool_size,
             max_overflow=settings.db_pool_size,

@@ -17,13 +17,9 @@ from app.core.config import Settings
 from app.core.metrics import Metrics
 from app.db import probe
 from app.db.backends import checkpoint, sqlite_driver
-from app.db.backends.base import Backend
+from app.db.backends.base import Backend, json_text
 from app.db.backends.checkpoint import Checkpointer
 from app.db.engine import WRITE_OPTION
-
-
-def _json_dumps(value: Any) -> str:
-    return orjson.dumps(value).decode()
 
 
 class SQLiteBackend(Backend):
@@ -42,7 +38,7 @@ class SQLiteBackend(Backend):
             url,
             # aiosqlite with one thread hand-off per statement instead of four.
             module=sqlite_driver.dbapi(),
-            json_serializer=_json_dumps,
+            json_serializer=json_text,
             json_deserializer=orjson.loads,
             connect_args={"timeout": settings.sqlite_busy_timeout_ms / 1000},
             pool_size=settings.db_pool_size,
