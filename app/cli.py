@@ -60,7 +60,7 @@ async def _open_database(settings: Settings) -> AsyncEngine:
 async def _preflight(settings: Settings) -> None:
     """Check the stores, migrate (when configured) and apply the protected-mode check
     before binding."""
-    from app.db.engine import create_sessionmaker
+    from app.db.engine import Transactions
     from app.db.migrate import migrate as run_migrate
     from app.services.auth import Authenticator
     from app.storage.leveldb import LevelDBBlobStore
@@ -72,7 +72,7 @@ async def _preflight(settings: Settings) -> None:
     try:
         if settings.migrate_on_start:
             await run_migrate(engine)
-        await Authenticator(settings, create_sessionmaker(engine, write=True)).startup(warn=False)
+        await Authenticator(settings, Transactions(engine)).startup(warn=False)
     finally:
         await engine.dispose()
 
@@ -160,7 +160,7 @@ def worker(
     on the API so that it does not run one too)."""
     import signal
 
-    from app.db.engine import create_sessionmaker
+    from app.db.engine import Transactions
     from app.db.migrate import migrate as run_migrate
     from app.worker.runner import Worker
 
@@ -172,11 +172,7 @@ def worker(
         try:
             if settings.migrate_on_start:
                 await run_migrate(engine)
-            runner = Worker(
-                create_sessionmaker(engine, write=True),
-                settings.learning,
-                read_sessions=create_sessionmaker(engine),
-            )
+            runner = Worker(Transactions(engine), settings.learning)
             if once:
                 return await runner.drain()
             task = asyncio.create_task(runner.run())
@@ -196,17 +192,15 @@ def worker(
 
 def _with_session(fn: Callable[[AsyncSession], Awaitable[T]]) -> T:
     """Run fn(session) against a migrated database, committing at the end."""
-    from app.db.engine import create_sessionmaker
+    from app.db.engine import Transactions
     from app.db.migrate import migrate as run_migrate
 
     async def _run() -> T:
         engine = await _open_database(get_settings())
         try:
             await run_migrate(engine)
-            async with create_sessionmaker(engine, write=True)() as session:
-                result = await fn(session)
-                await session.commit()
-                return result
+            async with Transactions(engine).write() as session:
+                return await fn(session)
         finally:
             await engine.dispose()
 

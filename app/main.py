@@ -69,16 +69,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             if settings.migrate_on_start:
                 await migrate(engine)
             blobs = LevelDBBlobStore(settings.blob_dir)
-            read_sessions, write_sessions = backend.read_sessions, backend.write_sessions
-            auth = Authenticator(settings, write_sessions, read_sessions=read_sessions)
+            transactions = backend.transactions
+            auth = Authenticator(settings, transactions)
             await auth.startup()
-            write_lock = backend.write_lock
             worker = (
                 Worker(
-                    write_sessions,
+                    transactions,
                     settings.learning,
-                    lock=write_lock,
-                    read_sessions=read_sessions,
                     pressure=load.busy,
                     batch_size=settings.learning.api_batch_size,
                     metrics=metrics,
@@ -94,7 +91,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 max_steps=settings.limits.max_steps,
                 max_attempts=settings.learning.max_attempts,
                 on_completed=worker.wake if worker is not None else None,
-                lock=write_lock,
+                lock=transactions.write_lock,
                 metrics=metrics,
             )
             if metrics is not None:
@@ -108,14 +105,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             app.state.engram = AppState(
                 settings=settings,
                 engine=engine,
-                read_sessions=read_sessions,
-                write_sessions=write_sessions,
+                transactions=transactions,
                 blobs=blobs,
                 writer=writer,
                 auth=auth,
                 episodes=EpisodeService(blobs=blobs, writer=writer, limits=settings.limits),
                 recall_rng=random.Random(settings.recall.seed),
-                write_lock=write_lock,
                 search=search,
                 worker=worker,
                 checkpointer=checkpointer,

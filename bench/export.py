@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.core.config import Settings
 from app.db.backends import create_engine
-from app.db.engine import create_sessionmaker
+from app.db.engine import Transactions
 from app.schemas.filters import DatasetFilters
 from app.services.dataset import DatasetExport
 from app.services.dataset.ndjson import lines as ndjson_lines
@@ -39,9 +39,8 @@ MIB = 2**20
 async def in_process(url: str, n: int) -> tuple[float, int]:
     """The export's NDJSON generator alone (no HTTP): transitions/s and bytes."""
     engine = create_engine(Settings(database_url=url))
-    maker = create_sessionmaker(engine, write=False)
     export = DatasetExport(
-        maker,
+        Transactions(engine),
         namespace="default",
         table="transitions",
         filters=DatasetFilters(task_type="bench"),

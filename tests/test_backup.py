@@ -84,7 +84,7 @@ async def _populate(app: Any, client: httpx.AsyncClient) -> str:
     r = await client.post("/v1/rewards", json={"task_id": "deploy-0", "value": 10})
     assert r.status_code == 201, r.text
     state = app.state.engram
-    await Worker(state.write_sessions, state.settings.learning, lock=state.write_lock).drain()
+    await Worker(state.transactions, state.settings.learning).drain()
     await _skill(app)
     return operator
 

@@ -10,7 +10,7 @@ from sqlalchemy import select
 
 from app.core.config import Learning, Settings
 from app.db.backends import create_engine
-from app.db.engine import create_sessionmaker
+from app.db.engine import Transactions, create_sessionmaker
 from app.db.migrate import migrate
 from app.models import Job
 from app.repositories.jobs import JobRepository
@@ -72,11 +72,7 @@ async def test_worker_stops_when_cancelled_as_it_is_woken(settings: Settings) ->
     polled on while shutdown waited for it."""
     engine = create_engine(settings)
     await migrate(engine)
-    worker = Worker(
-        create_sessionmaker(engine, write=True),
-        Learning(poll_interval_s=5.0),
-        read_sessions=create_sessionmaker(engine),
-    )
+    worker = Worker(Transactions(engine), Learning(poll_interval_s=5.0))
     task = asyncio.create_task(worker.run())
     try:
         await asyncio.sleep(0.3)  # idle: nothing to do, waiting to be woken

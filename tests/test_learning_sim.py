@@ -26,12 +26,7 @@ async def test_agent_with_memory_learns_the_procedures_and_a_broken_skill_retire
     app: FastAPI, client: httpx.AsyncClient
 ) -> None:
     state = app.state.engram
-    worker = Worker(
-        state.write_sessions,
-        state.settings.learning,
-        lock=state.write_lock,
-        read_sessions=state.read_sessions,
-    )
+    worker = Worker(state.transactions, state.settings.learning)
     world = World(SEED, task_types=3, procedure_length=3, vocabulary=9)
     run = await simulate(client, world, episodes=600, seed=SEED, wait=worker.drain)
 

@@ -47,13 +47,7 @@ def requests(samples: Samples, method: str, route: str, status: int) -> float:
 
 def worker(app: FastAPI) -> Worker:
     state = app.state.engram
-    return Worker(
-        state.write_sessions,
-        state.settings.learning,
-        lock=state.write_lock,
-        read_sessions=state.read_sessions,
-        metrics=app.state.metrics,
-    )
+    return Worker(state.transactions, state.settings.learning, metrics=app.state.metrics)
 
 
 async def test_requests_are_counted_under_their_route_template(client: httpx.AsyncClient) -> None:

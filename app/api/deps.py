@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from app.core.config import Settings
 from app.core.errors import Forbidden, InvalidInput
 from app.db.backends.checkpoint import Checkpointer
-from app.db.engine import transaction
+from app.db.engine import Transactions
 from app.search import Search
 from app.services import audit
 from app.services.auth import Authenticator, Principal, Role
@@ -38,14 +38,13 @@ class AppState:
 
     settings: Settings
     engine: AsyncEngine
-    read_sessions: async_sessionmaker[AsyncSession]
-    write_sessions: async_sessionmaker[AsyncSession]
+    # Every transaction of a request is opened here, by the dependencies below.
+    transactions: Transactions
     blobs: BlobStore
     writer: EpisodeWriter
     auth: Authenticator
     episodes: EpisodeService
     recall_rng: random.Random
-    write_lock: asyncio.Lock | None
     # Ranked search of memories (its index, if any, is this process's).
     search: Search
     # The in-process background worker (None when `engram worker` runs it elsewhere).
@@ -54,6 +53,18 @@ class AppState:
     checkpointer: Checkpointer | None = None
     # Requests under one Idempotency-Key, one at a time.
     key_locks: KeyLocks = field(default_factory=KeyLocks)
+
+    @property
+    def read_sessions(self) -> async_sessionmaker[AsyncSession]:
+        return self.transactions.read_sessions
+
+    @property
+    def write_sessions(self) -> async_sessionmaker[AsyncSession]:
+        return self.transactions.write_sessions
+
+    @property
+    def write_lock(self) -> asyncio.Lock | None:
+        return self.transactions.write_lock
 
 
 async def get_state(request: Request) -> AppState:
@@ -85,30 +96,33 @@ def check_window(since: datetime | None, until: datetime | None) -> None:
         raise InvalidInput("until: must be after since", field="until")
 
 
-# The session dependencies are used with scope="function": the commit happens before the
-# response is sent, so an acknowledged write is a committed one and a failed commit is an
-# error reply.
+# A request's transactions: the session dependencies (scope="function": the commit
+# happens before the response is sent, so an acknowledged write is a committed one and a
+# failed commit is an error reply), and read_session()/write_session() for a route that
+# needs several in one request (the fast routes, work done in steps). Services never
+# commit.
 
 
 async def get_session(state: StateDep) -> AsyncIterator[AsyncSession]:
     """For reads (SQLite: a deferred transaction that never blocks on writers)."""
-    async with transaction(state.read_sessions) as session:
+    async with state.transactions.read() as session:
         yield session
 
 
+def read_session(state: AppState) -> contextlib.AbstractAsyncContextManager[AsyncSession]:
+    """A read transaction of its own, ended when the block ends."""
+    return state.transactions.read()
+
+
 def write_session(state: AppState) -> contextlib.AbstractAsyncContextManager[AsyncSession]:
-    """A write transaction of its own, committed on success (for work done in several)."""
-    return transaction(state.write_sessions, lock=state.write_lock)
+    """A write transaction of its own, committed on success."""
+    return state.transactions.write()
 
 
 async def get_write_session(state: StateDep) -> AsyncIterator[AsyncSession]:
-    """For writes (SQLite: BEGIN IMMEDIATE, so the write lock is taken up front).
-
-    On SQLite, writers of this process also queue on an asyncio lock: SQLite admits one
-    writer at a time anyway, and its busy handler makes the others sleep and retry with
-    growing pauses, which under concurrency turns milliseconds into hundreds of them.
-    """
-    async with write_session(state) as session:
+    """For writes (SQLite: BEGIN IMMEDIATE, so the write lock is taken up front; see
+    Transactions)."""
+    async with state.transactions.write() as session:
         yield session
 
 

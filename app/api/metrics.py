@@ -10,7 +10,7 @@ import time
 from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from app.api.deps import AppState, require_operator
+from app.api.deps import AppState, read_session, require_operator
 from app.core.metrics import Metrics
 from app.services.jobs import JobService
 from app.worker.handlers import HANDLERS
@@ -46,9 +46,8 @@ class JobDepth:
             if self._at is not None and now - self._at < self.ttl_s:
                 return
             try:
-                async with state.read_sessions() as session:
+                async with read_session(state) as session:
                     counts = await JobService(session).depth()
-                    await session.rollback()
             except Exception as exc:
                 # The scrape still answers (with the last counts): an outage is when it matters.
                 log.warning("job depth query failed", extra={"exc_type": type(exc).__name__})

@@ -15,10 +15,11 @@ from enum import StrEnum
 from typing import Any, TypeVar
 
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.config import AuthMode, Settings
 from app.core.errors import Forbidden, StartupRefused, Unauthorized
+from app.db.engine import Transactions
 from app.models import ApiKey
 from app.repositories.api_keys import ApiKeyRepository
 from app.schemas.memory import within_sensitivity
@@ -117,15 +118,12 @@ class Authenticator:
     def __init__(
         self,
         settings: Settings,
-        sessionmaker: async_sessionmaker[AsyncSession],
-        *,
-        read_sessions: async_sessionmaker[AsyncSession] | None = None,
+        transactions: Transactions,
     ) -> None:
         self.settings = settings
-        self._sessionmaker = sessionmaker
-        # Lookups only read: on SQLite a write session would BEGIN IMMEDIATE and queue
-        # behind every writer (a long learning batch), failing reads with "locked".
-        self._read_sessions = read_sessions or sessionmaker
+        # Lookups are reads of their own, shared by the requests that wait for the same
+        # key (so not one request's session); only the start-up writes.
+        self.transactions = transactions
         self._ttl = settings.auth_cache_ttl_s
         self._cache: dict[str, tuple[float, Principal | None]] = {}
         self._keys_exist: tuple[float, bool] | None = None
@@ -141,7 +139,7 @@ class Authenticator:
 
     async def startup(self, *, warn: bool = True) -> None:
         """Store the bootstrap key if given; refuse to run open on a public address."""
-        async with self._sessionmaker() as session:
+        async with self.transactions.write() as session:
             repo = ApiKeyRepository(session)
             if self.settings.bootstrap_key is not None:
                 # Stored once per key: `engram serve` calls this before binding and the
@@ -169,7 +167,6 @@ class Authenticator:
                                 "not stored again and does not authenticate"
                             )
             active = await repo.count_active()
-            await session.commit()
         self._keys_exist = (time.monotonic(), active > 0)
         if self._runs_open(active > 0):
             if not self._open_allowed_here():
@@ -200,7 +197,7 @@ class Authenticator:
 
     async def _count_keys(self) -> bool:
         now = time.monotonic()
-        async with self._read_sessions() as session:
+        async with self.transactions.read() as session:
             exist = await ApiKeyRepository(session).count_active() > 0
         self._keys_exist = (now, exist)
         return exist
@@ -257,7 +254,7 @@ class Authenticator:
 
     async def _fetch(self, digest: str) -> Principal | None:
         now = time.monotonic()
-        async with self._read_sessions() as session:
+        async with self.transactions.read() as session:
             record = await ApiKeyRepository(session).by_hash(digest)
         principal = None
         if record is not None and hmac.compare_digest(record.key_hash, digest):

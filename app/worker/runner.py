@@ -14,14 +14,14 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.config import Learning
 from app.core.metrics import Metrics
-from app.db.engine import transaction
+from app.db.engine import Transactions
 from app.models import Job
 from app.repositories.episode_learning import EpisodeLearningRepository
 from app.repositories.jobs import JobRepository
@@ -34,22 +34,18 @@ DEFER_CHECK_S = 0.05
 class Worker:
     def __init__(
         self,
-        sessions: async_sessionmaker[AsyncSession],
+        transactions: Transactions,
         settings: Learning,
         *,
-        lock: asyncio.Lock | None = None,
-        read_sessions: async_sessionmaker[AsyncSession] | None = None,
         pressure: Callable[[], bool] | None = None,
         batch_size: int | None = None,
         metrics: Metrics | None = None,
     ) -> None:
-        self.sessions = sessions
+        self.transactions = transactions
         self.metrics = metrics
         self.batch_size = batch_size or settings.batch_size
         self.pressure = pressure or (lambda: False)
-        self.read_sessions = read_sessions or sessions
         self.settings = settings
-        self.lock = lock
         self._wake = asyncio.Event()
         self._last_pass = 0.0
         self._busy_since: float | None = None
@@ -58,14 +54,11 @@ class Worker:
         self._wake.set()
 
     def session(self) -> contextlib.AbstractAsyncContextManager[AsyncSession]:
-        """A write session of its own, committed on success (and the SQLite write lock)."""
-        return transaction(self.sessions, lock=self.lock)
+        """A job's write transaction, committed with the job's completion."""
+        return self.transactions.write()
 
-    @contextlib.asynccontextmanager
-    async def reader(self) -> AsyncIterator[AsyncSession]:
-        async with self.read_sessions() as session:
-            yield session
-            await session.rollback()
+    def reader(self) -> contextlib.AbstractAsyncContextManager[AsyncSession]:
+        return self.transactions.read()
 
     async def recover(self) -> int:
         """At start of the API's own worker: jobs left running were this data directory's

@@ -9,7 +9,7 @@ from pydantic import SecretStr, ValidationError
 
 from app.core.config import Settings
 from app.db.backends import create_engine
-from app.db.engine import create_sessionmaker
+from app.db.engine import Transactions, create_sessionmaker
 from app.db.migrate import migrate
 from app.main import create_app
 from app.models import ApiKey
@@ -34,7 +34,7 @@ async def start_as_serve_does(settings: Settings) -> None:
     engine = create_engine(settings)
     try:
         await migrate(engine)
-        await Authenticator(settings, create_sessionmaker(engine, write=True)).startup(warn=False)
+        await Authenticator(settings, Transactions(engine)).startup(warn=False)
     finally:
         await engine.dispose()
     async with running(create_app(settings)) as client:

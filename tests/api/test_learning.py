@@ -13,6 +13,7 @@ from fastapi import FastAPI
 from sqlalchemy import select
 
 from app.core.config import Settings
+from app.db.engine import Transactions
 from app.main import create_app
 from app.models import Job
 from app.services import reflect as reflect_service
@@ -55,12 +56,7 @@ def settings(settings: Settings) -> Settings:
 
 def worker(app: FastAPI) -> Worker:
     state = app.state.engram
-    return Worker(
-        state.write_sessions,
-        state.settings.learning,
-        lock=state.write_lock,
-        read_sessions=state.read_sessions,
-    )
+    return Worker(state.transactions, state.settings.learning)
 
 
 async def drain(app: FastAPI) -> None:
@@ -381,8 +377,8 @@ async def test_two_workers_learn_each_episode_once(app: FastAPI, client: httpx.A
     state = app.state.engram
     small = state.settings.learning.model_copy(update={"batch_size": 7})
     # Two workers without a shared lock, as two `engram worker` processes would be.
-    a = Worker(state.write_sessions, small, read_sessions=state.read_sessions)
-    b = Worker(state.write_sessions, small, read_sessions=state.read_sessions)
+    a = Worker(Transactions(state.engine), small)
+    b = Worker(Transactions(state.engine), small)
     done = await asyncio.gather(a.drain(), b.drain())
     assert sum(done) >= 40
     jobs = (await client.get("/v1/jobs", params={"kind": "episode.learn", "limit": 100})).json()

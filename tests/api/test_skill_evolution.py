@@ -25,7 +25,7 @@ def settings(settings: Settings) -> Settings:
 
 async def drain(app: FastAPI) -> None:
     state = app.state.engram
-    await Worker(state.write_sessions, state.settings.learning, lock=state.write_lock).drain()
+    await Worker(state.transactions, state.settings.learning).drain()
 
 
 def steps(*names: str) -> list[dict[str, Any]]:

@@ -44,7 +44,7 @@ async def recall(
 ) -> Answer:
     """Choose memories for a task under a token budget; the decision is logged for RL."""
     recalls = RecallRequests(
-        state.read_sessions,
+        state.transactions,
         writer=state.writer,
         search=state.search,
         settings=state.settings.recall,

@@ -90,7 +90,7 @@ async def download_dataset(
         principal.namespace, filters=filters, after=after, limit=limit
     )
     export = dataset.DatasetExport(
-        state.read_sessions,
+        state.transactions,
         namespace=principal.namespace,
         table=table,
         filters=filters,

@@ -5,19 +5,18 @@ asks which database it runs on; it asks the backend."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any, ClassVar
 
 import orjson
 from sqlalchemy import Table
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.elements import ColumnElement, TextClause
 
 from app.core.config import Settings
 from app.core.metrics import Metrics
 from app.db.backends.checkpoint import Checkpointer
-from app.db.engine import create_sessionmaker
+from app.db.engine import Transactions
 
 
 def json_text(value: Any) -> str:
@@ -27,7 +26,7 @@ def json_text(value: Any) -> str:
 
 class Backend:
     """One database kind. The class says what it can do; an instance (made in the
-    lifespan) holds the engine and its session factories."""
+    lifespan) holds the engine and its transactions."""
 
     name: ClassVar[str]
     # SELECT ... FOR UPDATE takes row locks (PostgreSQL); elsewhere a write transaction is
@@ -45,11 +44,7 @@ class Backend:
     def __init__(self, settings: Settings, engine: AsyncEngine) -> None:
         self.settings = settings
         self.engine = engine
-        self.read_sessions: async_sessionmaker[AsyncSession] = create_sessionmaker(engine)
-        self.write_sessions: async_sessionmaker[AsyncSession] = create_sessionmaker(
-            engine, write=True
-        )
-        self.write_lock = asyncio.Lock() if self.one_writer else None
+        self.transactions = Transactions(engine, one_writer=self.one_writer)
 
     @property
     def database_file(self) -> str | None:

@@ -6,8 +6,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db.engine import Transactions
 from app.repositories.rl import TransitionRepository
 from app.schemas.filters import DatasetFilters
 from app.services.dataset.columns import TableName
@@ -19,7 +20,7 @@ CHUNK = 500
 class DatasetExport:
     def __init__(
         self,
-        sessionmaker: async_sessionmaker[AsyncSession],
+        transactions: Transactions,
         *,
         namespace: str,
         table: TableName,
@@ -28,7 +29,7 @@ class DatasetExport:
         until_key: tuple[datetime, str] | None,
         slots: int,
     ) -> None:
-        self.sessionmaker = sessionmaker
+        self.transactions = transactions
         self.namespace = namespace
         self.table = table
         self.filters = filters
@@ -61,8 +62,9 @@ class DatasetExport:
             after = (chunk[-1].created_at, chunk[-1].id)
 
     async def rows(self) -> AsyncIterator[dict[str, Any]]:
-        """Rows in (created_at, id) order, read in chunks in a session of their own."""
-        async with self.sessionmaker() as session:
+        """Rows in (created_at, id) order, read in chunks in a transaction of their own
+        (the download is streamed after its handler has returned)."""
+        async with self.transactions.read() as session:
             repo = TransitionRepository(session)
             async for chunk in self._chunks(session, repo.completed_chunk, CHUNK):
                 if self.table == "transitions":

@@ -75,7 +75,9 @@ async def _transition_lines(export: DatasetExport) -> AsyncIterator[bytes]:
     if export.until_key is None:
         return
     lines = _Lines(export.slots)
-    session = export.sessionmaker()
+    # Not Transactions.read(): a client that hangs up cancels this generator, and the
+    # session is then closed by _close, shielded, once its read in progress has finished.
+    session = export.transactions.read_sessions()
     result: AsyncResult[Any] | None = None
     ahead: asyncio.Future[Sequence[Any]] | None = None
     try:

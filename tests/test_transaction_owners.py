@@ -1,0 +1,53 @@
+"""Who begins and ends transactions: the places app/db/engine.py names, each for its
+reason; a service or repository takes the session it is given and never commits."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+APP = Path(__file__).resolve().parent.parent / "app"
+# Beginning, committing or rolling back a transaction, or opening a session for one.
+TRANSACTION = re.compile(
+    r"\.(commit|rollback|begin)\(\)|\b[Tt]ransactions(\([^)]*\))?\.(read|write)\(\)|\btransaction\("
+    r"|\b\w*sessionmaker\(\)|\b\w*_sessions\(\)"
+)
+OWNERS = {
+    "db/engine.py": "the one transaction helper (Transactions.read/write)",
+    "db/migrate.py": "migrations, in a transaction of their own",
+    "db/backends/sqlite_driver.py": "the driver's one-call transaction (the writer's direct path)",
+    "api/deps.py": "a request's transactions",
+    "services/writer/": "the writer's group commits and the orphan sweep",
+    "worker/": "a job's transaction, committed with its completion",
+    "cli": "a command's transaction",
+    "services/auth.py": "key lookups shared by the requests waiting for one key; start-up",
+    "services/recall_requests.py": "a recall's reads end before its log goes to the writer",
+    "services/dataset/": "a download is read while it streams, after its handler returned",
+    "services/backup.py": "the backup's snapshot, on a connection of its own",
+    "services/restore.py": "the restore's one transaction, on a connection of its own",
+}
+
+
+def test_only_the_owners_begin_or_end_transactions() -> None:
+    found = [
+        f"{name}:{n}: {line.strip()}"
+        for path in sorted(APP.rglob("*.py"))
+        if not (name := str(path.relative_to(APP))).startswith(tuple(OWNERS))
+        for n, line in enumerate(path.read_text().splitlines(), start=1)
+        if TRANSACTION.search(line)
+    ]
+    assert found == []
+
+
+def test_every_owner_still_owns_one() -> None:
+    """The list stays true: an owner that no longer opens a transaction leaves it."""
+    idle = [
+        owner
+        for owner in OWNERS
+        if not any(
+            TRANSACTION.search(path.read_text())
+            for path in sorted(APP.rglob("*.py"))
+            if str(path.relative_to(APP)).startswith(owner)
+        )
+    ]
+    assert idle == []
