@@ -36,7 +36,7 @@ from app.search import open_search
 from app.services.auth import Authenticator
 from app.services.episodes import EpisodeService
 from app.services.writer import EpisodeWriter
-from app.storage.leveldb import LevelDBBlobStore
+from app.storage import BlobStore, open_blob_store
 from app.worker.runner import Worker
 
 log = logging.getLogger("engram")
@@ -64,11 +64,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         backend = open_backend(settings)
         engine = backend.engine
-        blobs: LevelDBBlobStore | None = None
+        blobs: BlobStore | None = None
         try:
             if settings.migrate_on_start:
                 await migrate(engine)
-            blobs = LevelDBBlobStore(settings.blob_dir)
+            blobs = open_blob_store(settings)
             transactions = backend.transactions
             auth = Authenticator(settings, transactions)
             await auth.startup()
