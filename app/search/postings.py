@@ -1,5 +1,6 @@
 """The in-memory index's data: postings per term, each slot's type and scope as
-inverted lists, and the namespace token of the full-text table (see `index.py`)."""
+inverted lists, and the namespace token of the full-text table (`index.py` runs the
+index, `loading.py` fills this data, `bm25.py` scores a query over it)."""
 
 from __future__ import annotations
 
