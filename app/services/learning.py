@@ -28,7 +28,7 @@ from app.repositories.memories import MemoryRepository
 from app.repositories.patterns import PatternRepository
 from app.repositories.skills import SkillRepository
 from app.services.ids import uuid7
-from app.services.memories import new_memory
+from app.services.memory_rows import new_memory
 
 MAX_EVIDENCE = 20
 REFERENCE_TTL_S = 10.0

@@ -32,7 +32,7 @@ from app.schemas.recall import (
 )
 from app.search import Search
 from app.services.ids import uuid7
-from app.services.memories import derived_status
+from app.services.memory_rows import derived_status
 from app.services.writer import EpisodeWriter
 
 _REASONS = {

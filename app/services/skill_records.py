@@ -15,7 +15,7 @@ from app.models import Skill
 from app.repositories.memories import MemoryRepository
 from app.repositories.skills import SkillRepository
 from app.services.ids import uuid7
-from app.services.memories import new_memory
+from app.services.memory_rows import new_memory
 
 
 def known_recoveries(skill: Skill) -> dict[str, str]:
