@@ -1,11 +1,12 @@
-"""Recall: choose what an agent should remember now, and log the decision as a transition."""
+"""Recall: choose what an agent should remember now, and log the decision as a transition
+(the answer it is shown is built in `recall_answer.py`)."""
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -23,82 +24,12 @@ from app.repositories.memories import MemoryRecord, MemoryRepository, MemoryUsag
 from app.repositories.rl import TransitionRepository
 from app.schemas.filters import MemoryFilters
 from app.schemas.memory import lower_sensitivity
-from app.schemas.recall import (
-    PolicyRef,
-    RecalledMemory,
-    RecallRequest,
-    RecallResponse,
-    SuppressedMemory,
-)
+from app.schemas.recall import RecallRequest, RecallResponse
 from app.search import Search
 from app.services.ids import uuid7
 from app.services.memory_rows import derived_status
+from app.services.recall_answer import Shown, answer
 from app.services.writer import EpisodeWriter
-
-_REASONS = {
-    "constraint": "constraint: a rule to respect (type or sensitivity, criticality >= 0.7)",
-    "context": "context: relevant to the task",
-    "background": "background: past episode or reflection of lower criticality",
-    "reverify_before_use": "quarantined: re-verify before relying on it",
-}
-
-
-class _Shown(NamedTuple):
-    """What a recall's answer shows of a chosen memory."""
-
-    type: str
-    content: str
-    scope: dict[str, str]
-    token_estimate: int
-    metadata: dict[str, Any]
-    score: float
-
-
-def _response(
-    recall_id: str,
-    *,
-    token_budget: int,
-    action: dict[str, Any],
-    propensity: float,
-    memories: dict[str, _Shown],
-) -> RecallResponse:
-    """A recall's answer from its logged action and the memories it chose."""
-    order: list[str] = action["selected"]
-    inclusion: dict[str, float] = action["inclusion"]
-    selected = []
-    for cid in order:
-        memory = memories[cid]
-        mode = action["modes"][cid]
-        reason = _REASONS[mode]
-        if action["explored"] and cid == order[-1]:
-            reason += " (explored)"
-        selected.append(
-            RecalledMemory(
-                memory_id=cid,
-                type=memory.type,
-                content=memory.content,
-                scope=memory.scope,
-                mode=mode,
-                score=round(memory.score, 6),
-                reason=reason,
-                probability=inclusion[cid],
-                token_estimate=memory.token_estimate,
-                metadata=memory.metadata,
-            )
-        )
-    suppressed = [
-        SuppressedMemory(memory_id=cid, reason=reason, probability=inclusion[cid])
-        for cid, reason in action["suppressed"].items()
-    ]
-    return RecallResponse(
-        recall_id=recall_id,
-        policy=PolicyRef(id=POLICY_ID, version=POLICY_VERSION),
-        token_budget=token_budget,
-        tokens_used=sum(memories[cid].token_estimate for cid in order),
-        selected=selected,
-        suppressed=suppressed,
-        propensity=propensity,
-    )
 
 
 @dataclass
@@ -260,13 +191,13 @@ class RecallService:
         }
 
         memories = {cid: by_id[cid] for cid in decision.order}
-        response = _response(
+        response = answer(
             recall_id,
             token_budget=req.token_budget,
             action=action,
             propensity=decision.propensity,
             memories={
-                cid: _Shown(m.type, m.content, m.scope, m.token_estimate, m.metadata_, score)
+                cid: Shown(m.type, m.content, m.scope, m.token_estimate, m.metadata_, score)
                 for cid, (m, score, _) in memories.items()
             },
         )
@@ -293,10 +224,10 @@ class RecallService:
         shown = {}
         for cid in selected:
             m = rows[(namespace, cid)]
-            shown[cid] = _Shown(
+            shown[cid] = Shown(
                 m["type"], m["content"], m["scope"], m["token_estimate"], m["metadata"], scores[cid]
             )
-        return _response(
+        return answer(
             recall_id,
             token_budget=row.state["request"]["token_budget"],
             action=row.action,
