@@ -13,7 +13,7 @@ from app.core.config import Settings
 from app.db.backends import create_engine
 from app.db.engine import create_sessionmaker
 from app.learning.features import dataset_parts
-from app.repositories.rl import TRANSITIONS
+from app.repositories.transitions import TRANSITIONS
 from app.services.ids import uuid7
 from tests.server import EngramServer
 

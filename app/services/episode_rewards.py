@@ -14,7 +14,7 @@ from app.learning.episode_reward import EPISODE_SPEC_VERSION, episode_reward
 from app.models import Episode, Reward
 from app.repositories.episode_learning import EpisodeLearningRepository
 from app.repositories.episodes import EpisodeRepository
-from app.repositories.rl import RewardRepository
+from app.repositories.rewards import RewardRepository
 from app.schemas.recall import EpisodeScore, RewardCreate
 from app.services.ids import uuid7
 from app.services.jobs import CREDIT, enqueue

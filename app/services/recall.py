@@ -21,7 +21,7 @@ from app.learning.features import (
 from app.learning.policy import POLICY_ID, POLICY_VERSION, Candidate, decide
 from app.learning.ranking import query_terms
 from app.repositories.memories import MemoryRecord, MemoryRepository, MemoryUsageRepository
-from app.repositories.rl import TransitionRepository
+from app.repositories.transitions import TransitionRepository
 from app.schemas.filters import MemoryFilters
 from app.schemas.memory import lower_sensitivity
 from app.schemas.recall import RecallRequest, RecallResponse

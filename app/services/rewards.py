@@ -15,7 +15,8 @@ from app.core.errors import Conflict, NotFound
 from app.learning.rewards import RECALL_SPEC_VERSION, recall_reward
 from app.models import Reward, Transition
 from app.repositories.memories import MemoryUsageRepository
-from app.repositories.rl import RewardRepository, TransitionRepository
+from app.repositories.rewards import RewardRepository
+from app.repositories.transitions import TransitionRepository
 from app.schemas.recall import EpisodeScore, RewardCreate, RewardPage, RewardRead
 from app.services import pagination
 from app.services.episode_rewards import score, score_episodes, target_episodes

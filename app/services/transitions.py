@@ -6,7 +6,7 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.repositories.rl import TransitionRepository
+from app.repositories.dataset import DatasetRepository
 from app.schemas.filters import DatasetFilters
 from app.schemas.recall import TransitionPage, TransitionRead
 from app.services import pagination
@@ -14,7 +14,7 @@ from app.services import pagination
 
 class TransitionService:
     def __init__(self, session: AsyncSession) -> None:
-        self.repo = TransitionRepository(session)
+        self.repo = DatasetRepository(session)
 
     async def list(
         self,

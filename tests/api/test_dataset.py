@@ -20,7 +20,7 @@ from app.dataset_tools import episodes, to_minari
 from app.db.backends import create_engine
 from app.db.engine import create_sessionmaker
 from app.main import create_app
-from app.repositories.rl import TRANSITIONS
+from app.repositories.transitions import TRANSITIONS
 from tests.conftest import running
 from tests.server import EngramServer
 

@@ -15,7 +15,7 @@ from fastapi import FastAPI
 from sqlalchemy import select, update
 
 from app.learning.encodings import MEMORY_STATUSES, MEMORY_TYPES, SENSITIVITY_LEVELS
-from app.repositories.rl import TRANSITIONS
+from app.repositories.transitions import TRANSITIONS
 from app.services.dataset import FORMATS, TABLES
 from tests.api.test_dataset import UNSTORED, make_logs
 

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.engine import Transactions
-from app.repositories.rl import TransitionRepository
+from app.repositories.dataset import DatasetRepository
 from app.schemas.filters import DatasetFilters
 from app.services.dataset.columns import TableName
 from app.services.dataset.rows import candidate_rows, transition_row
@@ -65,7 +65,7 @@ class DatasetExport:
         """Rows in (created_at, id) order, read in chunks in a transaction of their own
         (the download is streamed after its handler has returned)."""
         async with self.transactions.read() as session:
-            repo = TransitionRepository(session)
+            repo = DatasetRepository(session)
             async for chunk in self._chunks(session, repo.completed_chunk, CHUNK):
                 if self.table == "transitions":
                     next_ids = [t.next_id for t in chunk if t.next_id]

@@ -14,7 +14,7 @@ import orjson
 from sqlalchemy.ext.asyncio import AsyncResult, AsyncSession
 
 from app.learning.features import CANDIDATE_FEATURES, observation_vector
-from app.repositories.rl import RAW_COLUMNS, TransitionRepository
+from app.repositories.dataset import RAW_COLUMNS, DatasetRepository
 from app.services.dataset.columns import TRANSITIONS, Attr, Column, Const, Part, reader
 from app.services.dataset.rows import NEXT_OBSERVATIONS, OBSERVATIONS, decision
 
@@ -82,7 +82,7 @@ async def _transition_lines(export: DatasetExport) -> AsyncIterator[bytes]:
     ahead: asyncio.Future[Sequence[Any]] | None = None
     try:
         # One streamed statement: a thread hop per chunk and no statement to build.
-        result = await TransitionRepository(session).completed_raw(
+        result = await DatasetRepository(session).completed_raw(
             export.namespace,
             filters=export.filters,
             after=export.after,

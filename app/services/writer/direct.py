@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.db.backends import backend_of, sqlite_driver
 from app.db.rows import as_sqlalchemy_error, compiled_insert
 from app.repositories.memories import MEMORIES, MemoryUsageRepository
-from app.repositories.rl import LINK_PREVIOUS_SQLITE, TRANSITIONS, chain
+from app.repositories.transitions import LINK_PREVIOUS_SQLITE, TRANSITIONS, chain
 from app.services.writer.commands import Batch, Command
 
 

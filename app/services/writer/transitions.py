@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.repositories.memories import MemoryUsageRepository
-from app.repositories.rl import TransitionRepository, chain
+from app.repositories.transitions import TransitionRepository, chain
 from app.services.writer.commands import Batch, Command
 
 
