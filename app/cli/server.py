@@ -1,0 +1,144 @@
+"""`engram serve`, `engram migrate` and `engram worker`: the processes a deployment runs."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import Annotated
+
+import typer
+
+from app.cli.database import open_database
+from app.core.config import Settings, get_settings
+from app.core.logging import configure_logging
+
+
+async def _preflight(settings: Settings) -> None:
+    """Check the stores, migrate (when configured) and apply the protected-mode check
+    before binding."""
+    from app.db.engine import Transactions
+    from app.db.migrate import migrate as run_migrate
+    from app.services.auth import Authenticator
+    from app.storage.leveldb import LevelDBBlobStore
+
+    # One process per payload store: a second `engram serve` on the same directory stops
+    # here (StoreInUse) instead of failing inside the server's start-up.
+    LevelDBBlobStore(settings.blob_dir).close()
+    engine = await open_database(settings)
+    try:
+        if settings.migrate_on_start:
+            await run_migrate(engine)
+        await Authenticator(settings, Transactions(engine)).startup(warn=False)
+    finally:
+        await engine.dispose()
+
+
+def serve(
+    host: Annotated[str | None, typer.Option(help="Bind address (ENGRAM_HOST)")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (ENGRAM_PORT)")] = None,
+) -> None:
+    """Apply migrations and serve the HTTP API."""
+    import uvicorn
+
+    from app.api.connection import protocol_with
+    from app.main import create_app
+
+    settings = get_settings()
+    if host is not None:
+        settings.host = host
+    if port is not None:
+        settings.port = port
+    configure_logging(settings.log_level)
+    # The lifespan checks this too; checking first gives a clean message and exit code.
+    asyncio.run(_preflight(settings))
+    # The preflight has migrated (when asked to): the lifespan need not do it again.
+    app = create_app(settings.model_copy(update={"migrate_on_start": False}))
+    config = uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_config=None,
+        access_log=False,
+        proxy_headers=False,
+        timeout_keep_alive=30,
+        http=protocol_with(settings.limits.header_timeout_s),
+    )
+    server = uvicorn.Server(config)
+    server.run()
+    if not server.started:
+        raise typer.Exit(3)
+
+
+def migrate(
+    wait: Annotated[
+        float, typer.Option(help="Seconds to wait for the database to accept connections")
+    ] = 0,
+) -> None:
+    """Apply database migrations."""
+    from app.db.errors import DatabaseUnreachable
+    from app.db.migrate import migrate as run_migrate
+
+    settings = get_settings()
+
+    async def _run() -> None:
+        deadline = time.monotonic() + wait
+        waiting = False
+        while True:
+            try:
+                engine = await open_database(settings)
+                break
+            except DatabaseUnreachable as exc:
+                # Only an unreachable database is waited for: a wrong URL fails at once.
+                if time.monotonic() >= deadline:
+                    raise
+                if not waiting:
+                    typer.echo(
+                        f"engram: waiting up to {wait:g} s for the database: {exc}", err=True
+                    )
+                    waiting = True
+                await asyncio.sleep(min(1.0, max(deadline - time.monotonic(), 0.05)))
+        try:
+            await run_migrate(engine)
+        finally:
+            await engine.dispose()
+
+    asyncio.run(_run())
+    typer.echo("migrations applied")
+
+
+def worker(
+    once: Annotated[bool, typer.Option("--once", help="Run every due job, then exit")] = False,
+) -> None:
+    """Run the background worker as its own process (set ENGRAM_LEARNING__WORKER=false
+    on the API so that it does not run one too)."""
+    import signal
+
+    from app.db.engine import Transactions
+    from app.db.migrate import migrate as run_migrate
+    from app.worker.runner import Worker
+
+    settings = get_settings()
+    configure_logging(settings.log_level)
+
+    async def _run() -> int:
+        engine = await open_database(settings)
+        try:
+            if settings.migrate_on_start:
+                await run_migrate(engine)
+            runner = Worker(Transactions(engine), settings.learning)
+            if once:
+                return await runner.drain()
+            task = asyncio.create_task(runner.run())
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, task.cancel)
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            return 0
+        finally:
+            await engine.dispose()
+
+    done = asyncio.run(_run())
+    if once:
+        typer.echo(f"{done} jobs run")
