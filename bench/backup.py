@@ -25,8 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.services.restore import verify
 from bench.ingest import episode
-from bench.loadgen import build_request, run
+from bench.loadgen import run
 from tests.server import EngramServer
+from tests.system.raw_http import build_request
 
 ROOT = Path(__file__).resolve().parent.parent
 

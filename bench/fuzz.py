@@ -21,8 +21,8 @@ from schemathesis.python import asgi
 
 from app.core.config import Settings
 from app.main import create_app
-from tests.conftest import _reset_postgres
-from tests.fuzzing import HEADERS, fuzz, fuzz_settings, seed
+from tests.server import reset_postgres
+from tests.system.fuzzing import HEADERS, fuzz, fuzz_settings, seed
 
 
 def main() -> int:
@@ -33,7 +33,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="engram-fuzz-") as tmp:
         url = args.database_url or f"sqlite+aiosqlite:///{Path(tmp) / 'engram.db'}"
         if args.database_url:
-            asyncio.run(_reset_postgres(url))
+            asyncio.run(reset_postgres(url))
         base = Settings(database_url=url, blob_dir=Path(tmp) / "blobs", log_requests=False)
         app = create_app(fuzz_settings(base))
         schema = schemathesis.openapi.from_asgi("/openapi.json", app)

@@ -23,8 +23,9 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.loadgen import Result, build_request, run
+from bench.loadgen import Result, run
 from tests.server import EngramServer
+from tests.system.raw_http import build_request
 
 
 def episode(i: int) -> bytes:

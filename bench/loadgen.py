@@ -1,5 +1,6 @@
 """A small HTTP/1.1 keep-alive load generator (asyncio streams), so the client costs
-little CPU next to the server it measures on the same machine."""
+little CPU next to the server it measures on the same machine. Its requests are bytes
+made by tests/system/raw_http.py's build_request."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from tests.system.raw_http import read_response
 
 
 @dataclass
@@ -30,39 +33,6 @@ class Result:
             return float("nan")
         data = sorted(self.latencies)
         return data[min(len(data) - 1, int(p / 100 * len(data)))] * 1000
-
-
-def build_request(
-    method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None
-) -> bytes:
-    lines = [f"{method} {path} HTTP/1.1", "Host: 127.0.0.1"]
-    for k, v in (headers or {}).items():
-        lines.append(f"{k}: {v}")
-    if body is not None:
-        lines.append("Content-Type: application/json")
-        lines.append(f"Content-Length: {len(body)}")
-    return ("\r\n".join(lines) + "\r\n\r\n").encode() + (body or b"")
-
-
-async def read_response(reader: asyncio.StreamReader) -> tuple[int, bytes]:
-    """One response's status and body (Content-Length or chunked, as a stream sends it)."""
-    head = await reader.readuntil(b"\r\n\r\n")
-    status = int(head[9:12])
-    length = 0
-    chunked = False
-    for line in head.split(b"\r\n")[1:]:
-        if line[:15].lower() == b"content-length:":
-            length = int(line[15:].strip())
-        elif line.lower() == b"transfer-encoding: chunked":
-            chunked = True
-    if not chunked:
-        return status, await reader.readexactly(length) if length else b""
-    parts = []
-    while size := int((await reader.readuntil(b"\r\n")).split(b";")[0], 16):
-        parts.append(await reader.readexactly(size))
-        await reader.readexactly(2)
-    await reader.readuntil(b"\r\n")  # the empty trailer section
-    return status, b"".join(parts)
 
 
 async def run(

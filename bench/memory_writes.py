@@ -34,9 +34,10 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.loadgen import Result, build_request, run
+from bench.loadgen import Result, run
 from bench.recall import bulk_load, memories_text
 from tests.server import EngramServer
+from tests.system.raw_http import build_request
 
 
 def cpu_seconds(pid: int) -> tuple[float, float]:

@@ -26,8 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.core.config import Settings
 from app.main import create_app
-from bench.loadgen import build_request, run
+from bench.loadgen import run
 from tests.server import EngramServer
+from tests.system.raw_http import build_request
 
 HEALTH = build_request("GET", "/health")
 TICK_S = 1 / os.sysconf("SC_CLK_TCK")

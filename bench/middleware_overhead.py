@@ -184,8 +184,9 @@ def _in_process(trees: dict[str, Path], *, rounds: int, requests: int, fast_rout
 
 def _servers(trees: dict[str, Path], *, rounds: int, seconds: float, connections: int) -> None:
     sys.path.insert(0, str(HERE))
-    from bench.loadgen import build_request, run
+    from bench.loadgen import run
     from tests.server import EngramServer
+    from tests.system.raw_http import build_request
 
     health = build_request("GET", "/health")
     tick_s = 1 / os.sysconf("SC_CLK_TCK")

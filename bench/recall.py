@@ -37,9 +37,10 @@ from app.learning.ranking import query_terms
 from app.repositories.memories import MEMORIES
 from app.services.memory_rows import token_estimate
 from bench.corpus import sentences
-from bench.loadgen import build_request, run
+from bench.loadgen import run
 from bench.transitions import download, insert_copies, model_transition
 from tests.server import EngramServer
+from tests.system.raw_http import build_request
 
 TYPES = ["fact", "procedure", "preference", "constraint", "tool_memory", "reflection"]
 

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from bench.simworld import (
+from tests.learning.simworld import (
     Attempt,
     RandomAgent,
     SkillAgent,

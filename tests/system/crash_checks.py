@@ -26,7 +26,7 @@ from app.learning.rewards import RECALL_SPEC_VERSION
 from app.models import Episode, EpisodeLearning, Job, Memory, Pattern, Reward, Transition
 from app.services.learning import judged
 from app.storage.blobs import EPISODE_PREFIX, parse_episode_key
-from bench.crash_traffic import EpisodeAck, Ledger, MemoryAck
+from tests.system.crash_traffic import EpisodeAck, Ledger, MemoryAck
 
 Key = tuple[str, str]
 

@@ -1,7 +1,8 @@
 """Every operation of the OpenAPI document, fuzzed: no 5xx, only documented answers.
 
-ENGRAM_FUZZ_EXAMPLES sets the examples per operation and generation mode (default 6);
-`python -m bench.fuzz` runs the same fuzzing deeper and prints its figures.
+ENGRAM_FUZZ_EXAMPLES sets the examples per operation and generation mode of the default
+run's fuzzing (default 6); under the `slow` marker it runs with 30; `python -m bench.fuzz`
+runs the same fuzzing deeper still and prints its figures.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from schemathesis.python import asgi
 
 from app.core.config import Settings
 from app.main import create_app
-from tests.fuzzing import HEADERS, fuzz, fuzz_settings, seed
+from tests.system.fuzzing import HEADERS, fuzz, fuzz_settings, seed
 
 EXAMPLES = int(os.environ.get("ENGRAM_FUZZ_EXAMPLES", "6"))
+DEEP = 30
 
 
 @pytest.fixture
@@ -33,12 +35,13 @@ def fuzz_target(settings: Settings) -> Iterator[tuple[Any, asgi.ASGIClient]]:
         asgi.shutdown_lifespans()
 
 
+@pytest.mark.parametrize("examples", [EXAMPLES, pytest.param(DEEP, marks=pytest.mark.slow)])
 def test_every_operation_answers_as_documented(
-    fuzz_target: tuple[Any, asgi.ASGIClient],
+    fuzz_target: tuple[Any, asgi.ASGIClient], examples: int
 ) -> None:
     schema, client = fuzz_target
     known = seed(client, HEADERS)
-    report = fuzz(schema, client, HEADERS, known, examples=EXAMPLES)
+    report = fuzz(schema, client, HEADERS, known, examples=examples)
 
     operations = [result.ok().label for result in schema.get_all_operations()]
     assert len(operations) >= 30

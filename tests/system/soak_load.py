@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from bench.loadgen import build_request, read_response
+from tests.system.raw_http import build_request, read_response
 
 WORDS = (
     "cache config database index query schema migration retry timeout pool socket"
@@ -148,8 +148,11 @@ async def agent(conn: Conn, rng: random.Random, tag: str, stop: float, warm_unti
                 stats.episodes.append((orjson.loads(got[1])["id"], len(body["steps"])))
                 tasks.append(body["task_id"])
         elif op == "memory_write":
-            memory = {"type": rng.choice(["fact", "procedure", "preference", "constraint"]),
-                      "content": _text(rng, 8, 30), "confidence": round(rng.random(), 2)}  # fmt: skip
+            memory = {
+                "type": rng.choice(["fact", "procedure", "preference", "constraint"]),
+                "content": _text(rng, 8, 30),
+                "confidence": round(rng.random(), 2),
+            }
             got = await conn.call(op, "POST", "/v1/memories", memory, measured=measured)
             if got and got[0] == 201:
                 stats.memories.append(orjson.loads(got[1])["id"])

@@ -1,24 +1,34 @@
-"""A short soak of the real server: mixed concurrent load, then every write read back."""
+"""The soak of the real server: mixed concurrent load, then every write read back. Twelve
+seconds in the default run, 45 under the `slow` marker; `python -m bench.soak`
+runs it for minutes and prints the figures."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from app.core.config import Settings
-from bench.soak import RSS_BOUND_MIB, SERVER_ENV, render, soak
-from bench.soak_load import MIX
 from tests.server import EngramServer
+from tests.system.soak import RSS_BOUND_MIB, SERVER_ENV, render, soak
+from tests.system.soak_load import MIX
+
+SHORT = {"duration": 12, "warmup": 4, "clients": 12, "export_every": 3, "drain_timeout": 60}
+LONG = {"duration": 45, "warmup": 10, "clients": 32, "export_every": 5, "drain_timeout": 120}
 
 
-async def test_short_soak_serves_everything_and_keeps_its_memory(
-    settings: Settings, tmp_path: Path
+@pytest.mark.parametrize(
+    "load",
+    [pytest.param(SHORT, id="12s"), pytest.param(LONG, id="45s", marks=pytest.mark.slow)],
+)
+async def test_soak_serves_everything_and_keeps_its_memory(
+    settings: Settings, tmp_path: Path, load: dict[str, Any]
 ) -> None:
     server = EngramServer(tmp_path / "srv", database_url=settings.database_url, **SERVER_ENV)
     server.start()
     try:
-        report = await soak(
-            server, duration=12, warmup=4, clients=12, export_every=3, drain_timeout=60
-        )
+        report = await soak(server, **load)
     finally:
         server.stop()
     summary = render(report)

@@ -1,4 +1,5 @@
-"""Races over real sockets: 50 clients at once against the real server subprocess.
+"""Races over real sockets: 50 clients at once against the real server subprocess (200
+under the `slow` marker).
 
 The in-process tests (tests/api) race coroutines of one event loop; here every request
 is its own connection to `engram serve`, as agents that retry would make them.
@@ -17,23 +18,28 @@ from app.core.config import Settings
 from tests.conftest import episode_body
 from tests.server import EngramServer
 
-N = 50
+
+@pytest.fixture(params=[50, pytest.param(200, marks=pytest.mark.slow)])
+def n(request: pytest.FixtureRequest) -> int:
+    """Clients at once."""
+    clients: int = request.param
+    return clients
 
 
 @pytest.fixture
-async def server(settings: Settings, tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
+async def server(settings: Settings, tmp_path: Path, n: int) -> AsyncIterator[httpx.AsyncClient]:
     srv = EngramServer(
         tmp_path / "srv", database_url=settings.database_url, ENGRAM_LOG_REQUESTS="false"
     ).start()
     try:
-        limits = httpx.Limits(max_connections=N, max_keepalive_connections=0)
+        limits = httpx.Limits(max_connections=n, max_keepalive_connections=0)
         async with httpx.AsyncClient(base_url=srv.url, timeout=30, limits=limits) as client:
             yield client
     finally:
         srv.stop()
 
 
-async def test_fifty_rewards_for_one_recall_apply_once(server: httpx.AsyncClient) -> None:
+async def test_rewards_for_one_recall_apply_once(server: httpx.AsyncClient, n: int) -> None:
     memory = await server.post(
         "/v1/memories", json={"type": "fact", "content": "Pin the toolchain version."}
     )
@@ -43,8 +49,8 @@ async def test_fifty_rewards_for_one_recall_apply_once(server: httpx.AsyncClient
     ).json()["recall_id"]
     same = {"recall_id": rid, "signals": {"task_success": True}}
     results = await asyncio.gather(
-        *[server.post("/v1/rewards", json=same) for _ in range(N // 2)],
-        *[server.post("/v1/rewards", json={"recall_id": rid, "value": i}) for i in range(N // 2)],
+        *[server.post("/v1/rewards", json=same) for _ in range(n // 2)],
+        *[server.post("/v1/rewards", json={"recall_id": rid, "value": i}) for i in range(n // 2)],
     )
     codes = [r.status_code for r in results]
     assert codes.count(201) == 1, codes
@@ -66,16 +72,16 @@ async def test_fifty_rewards_for_one_recall_apply_once(server: httpx.AsyncClient
     assert m["reward_count"] == 1
 
 
-async def test_fifty_supersedes_of_one_memory_one_wins(server: httpx.AsyncClient) -> None:
+async def test_supersedes_of_one_memory_one_wins(server: httpx.AsyncClient, n: int) -> None:
     mid = (await server.post("/v1/memories", json={"type": "fact", "content": "v0"})).json()["id"]
     results = await asyncio.gather(
         *(
             server.post(f"/v1/memories/{mid}/supersede", json={"content": f"v{i + 1}"})
-            for i in range(N)
+            for i in range(n)
         )
     )
     codes = sorted(r.status_code for r in results)
-    assert codes == [201] + [409] * (N - 1), codes
+    assert codes == [201] + [409] * (n - 1), codes
     active = (await server.get("/v1/memories", params={"status": "active"})).json()["items"]
     winner = next(r.json() for r in results if r.status_code == 201)
     assert [m["id"] for m in active] == [winner["id"]]
@@ -86,17 +92,17 @@ async def test_fifty_supersedes_of_one_memory_one_wins(server: httpx.AsyncClient
     assert len(every) == 2  # the losers wrote nothing
 
 
-async def test_fifty_idempotent_episode_posts_make_one_episode(server: httpx.AsyncClient) -> None:
+async def test_idempotent_episode_posts_make_one_episode(server: httpx.AsyncClient, n: int) -> None:
     headers = {"Idempotency-Key": "agent-7-attempt-1"}
     body = episode_body(steps=5)
     results = await asyncio.gather(
-        *(server.post("/v1/episodes", json=body, headers=headers) for _ in range(N))
+        *(server.post("/v1/episodes", json=body, headers=headers) for _ in range(n))
     )
     assert {r.status_code for r in results} == {201}
     assert len({r.json()["id"] for r in results}) == 1
-    assert sum(r.headers.get("idempotent-replayed") == "true" for r in results) == N - 1
+    assert sum(r.headers.get("idempotent-replayed") == "true" for r in results) == n - 1
     chosen = await asyncio.gather(
-        *(server.post("/v1/episodes", json=episode_body(id="run-42")) for _ in range(N))
+        *(server.post("/v1/episodes", json=episode_body(id="run-42")) for _ in range(n))
     )
     assert {r.status_code for r in chosen} == {201}
     listed = (await server.get("/v1/episodes", params={"limit": "200"})).json()["items"]

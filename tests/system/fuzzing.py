@@ -1,6 +1,6 @@
 """Schemathesis fuzzing of the OpenAPI document: seed real records, then run every operation.
 
-Shared by tests/test_fuzz_api.py (a short run in every test session) and bench/fuzz.py
+Shared by tests/system/test_fuzz_api.py (a short run in every test session) and bench/fuzz.py
 (a deep run). Requests go to the app in-process through schemathesis's ASGI client,
 which runs the app's lifespan on its own event loop.
 """

@@ -1,5 +1,6 @@
-"""The crash loop, short: twenty SIGKILLs of the real server under concurrent writes,
-every acknowledged write checked in the stores after each one (bench/crashloop.py)."""
+"""The crash loop: SIGKILLs of the real server under concurrent writes, every acknowledged
+write checked in the stores after each one (tests/system/crash_loop.py): twenty in the
+default run, more under the `slow` marker, as many as asked with `python -m bench.crashloop`."""
 
 from __future__ import annotations
 
@@ -7,27 +8,27 @@ from pathlib import Path
 
 import httpx
 import plyvel
+import pytest
 from sqlalchemy import delete
 
 from app.core.config import Settings
 from app.db.backends import create_engine
 from app.models import Memory
 from app.storage.blobs import episode_chunk_key
-from bench.crash_checks import check_down
-from bench.crash_traffic import EpisodeAck, Ledger, MemoryAck, steps_of
-from bench.crashloop import CrashLoop
 from tests.server import EngramServer
+from tests.system.crash_checks import check_down
+from tests.system.crash_loop import CrashLoop
+from tests.system.crash_traffic import EpisodeAck, Ledger, MemoryAck, steps_of
 
-KILLS = 20
 
-
+@pytest.mark.parametrize("kills", [20, pytest.param(40, marks=pytest.mark.slow)])
 async def test_acknowledged_writes_survive_repeated_kill_9(
-    settings: Settings, tmp_path: Path
+    settings: Settings, tmp_path: Path, kills: int
 ) -> None:
     loop = CrashLoop(tmp_path / "srv", seed=20, clients=4, database_url=settings.database_url)
-    result = await loop.run(KILLS)
+    result = await loop.run(kills)
     assert not result.failures, "\n".join(result.lines())
-    assert result.kills == KILLS
+    assert result.kills == kills
     ledger = result.ledger
     # The kills landed while requests were in flight, and every kind of write was
     # acknowledged before some kill, so the checks had something to check.
@@ -36,7 +37,7 @@ async def test_acknowledged_writes_survive_repeated_kill_9(
         assert ledger.acked[kind] > 0, (kind, result.lines())
     for check in ("episode_steps", "memory_state", "recall_logged", "reward_completed"):
         assert result.checks[check] > 0, (check, result.lines())
-    assert result.checks["orphans_swept"] == KILLS
+    assert result.checks["orphans_swept"] == kills
     assert result.checks["queue_drained"] == 1
 
 

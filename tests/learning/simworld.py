@@ -94,7 +94,8 @@ def in_workflow_order(actions: list[str]) -> list[str]:
 
 
 def precision_recall(learned_steps: list[str], procedure: list[str]) -> tuple[float, float]:
-    """Set-based precision (learned steps in the procedure) and recall (procedure steps learned); 0.0 when empty."""
+    """Set-based precision (learned steps in the procedure) and recall (procedure steps
+    learned); 0.0 when empty."""
     learned, truth = set(learned_steps), set(procedure)
     hits = len(learned & truth)
     return (hits / len(learned) if learned else 0.0, hits / len(truth) if truth else 0.0)
@@ -198,7 +199,7 @@ class World:
         raise KeyError(name)
 
     def break_procedure(self, name: str) -> TaskType:
-        """Swap one procedure step for one of the task's distractors; the old procedure now fails."""
+        """Swap one procedure step for one of the task's distractors: the old one now fails."""
         old = self.task_type(name)
         distractors = [a for a in old.vocabulary if a in RECOVERY and a not in old.procedure]
         i = self.rng.randrange(len(old.procedure))

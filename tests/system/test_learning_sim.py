@@ -1,5 +1,6 @@
 """Proof that Engram learns: a simulated agent that follows the skills recall hands it,
-against one without memory, on tasks with hidden procedures (bench/simworld.py)."""
+against one without memory, on tasks with hidden procedures (tests/learning/simworld.py).
+One world in the default run; another one, from another seed, under `slow`."""
 
 from __future__ import annotations
 
@@ -9,26 +10,33 @@ from fastapi import FastAPI
 
 from app.core.config import Settings
 from app.worker.runner import Worker
-from bench.learnsim import learned_steps, simulate
-from bench.simworld import World, chance_rate, precision_recall
+from tests.learning.simworld import World, chance_rate, precision_recall
+from tests.system.simulate import learned_steps, simulate
 
-SEED = 7
+# Another world under `slow`. There the learned skill keeps a step its procedure does not
+# need (precision 0.75: the agent always does the step, so nothing shows it is unneeded);
+# strict, so the run fails once it learns the procedure exactly and the mark can go.
+ANOTHER_WORLD = pytest.mark.xfail(
+    raises=AssertionError, strict=True, reason="the skill keeps an unneeded step"
+)
+SEEDS = [7, pytest.param(11, marks=[pytest.mark.slow, ANOTHER_WORLD])]
 
 
 @pytest.fixture
-def settings(settings: Settings) -> Settings:
-    settings.recall.seed = SEED  # the recall policy's exploration too, so runs repeat
+def settings(settings: Settings, seed: int) -> Settings:
+    settings.recall.seed = seed  # the recall policy's exploration too, so runs repeat
     settings.learning.worker = False  # the test runs the jobs itself, after each episode
     return settings
 
 
+@pytest.mark.parametrize("seed", SEEDS)
 async def test_agent_with_memory_learns_the_procedures_and_a_broken_skill_retires(
-    app: FastAPI, client: httpx.AsyncClient
+    app: FastAPI, client: httpx.AsyncClient, seed: int
 ) -> None:
     state = app.state.engram
     worker = Worker(state.transactions, state.settings.learning)
-    world = World(SEED, task_types=3, procedure_length=3, vocabulary=9)
-    run = await simulate(client, world, episodes=600, seed=SEED, wait=worker.drain)
+    world = World(seed, task_types=3, procedure_length=3, vocabulary=9)
+    run = await simulate(client, world, episodes=600, seed=seed, wait=worker.drain)
 
     learned = await learned_steps(client)
     for task in world.task_types:
@@ -47,7 +55,7 @@ async def test_agent_with_memory_learns_the_procedures_and_a_broken_skill_retire
     old = next(s for s in skills if s["status"] == "active" and not s["trigger"]["context"])
     world.break_procedure(broken)
     await simulate(
-        client, world, episodes=90, seed=SEED + 1, run=run, prefix="after", wait=worker.drain
+        client, world, episodes=90, seed=seed + 1, run=run, prefix="after", wait=worker.drain
     )
 
     retired = (await client.get(f"/v1/skills/{old['id']}")).json()
