@@ -16,7 +16,7 @@ from fastapi import FastAPI
 
 from app.dataset_tools import episodes
 from app.repositories.transitions import TransitionRepository
-from tests.test_writer_batches import NOW, NS, _log, _memory, _rows, _transition, _writer
+from tests.services.writer.test_batches import NOW, NS, _log, _memory, _rows, _transition, _writer
 
 TASK = "rotate the signing keys of the payments service"
 

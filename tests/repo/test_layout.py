@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-APP = Path(__file__).resolve().parent.parent / "app"
+APP = Path(__file__).resolve().parents[2] / "app"
 # A branch on the database kind, in any of the spellings the code has used.
 DIALECT_BRANCH = re.compile(
     r'dialect\.name|[=!]=\s*"(sqlite|postgresql)"|"(sqlite|postgresql)"\s*[=!]=|is_sqlite'

@@ -17,10 +17,10 @@ from app.models import Episode
 from app.services.restore import verify
 from app.storage.blobs import episode_doc_key, episode_prefix, parse_episode_key
 from app.storage.snapshot import open_exclusive
+from tests.cli.test_commands import engram
 from tests.conftest import PG_URL, _reset_postgres, auth
 from tests.server import EngramServer
-from tests.test_backup import _payloads, _rows
-from tests.test_cli import engram
+from tests.services.test_backup import _payloads, _rows
 
 OPERATOR = "egk_backup-test-operator-key-0123456789abcdef"
 

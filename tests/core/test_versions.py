@@ -17,7 +17,7 @@ from app.api.connection import UVICORN
 from app.core.versions import Supported, UnsupportedVersion, release
 from app.db.backends.sqlite_driver import AIOSQLITE, SQLALCHEMY
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DECLARED = [SQLALCHEMY, AIOSQLITE, UVICORN]
 NAME = re.compile(r"^([A-Za-z0-9_.-]+)(\[[^\]]*\])?\s*(.*)$")
 

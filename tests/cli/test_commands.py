@@ -16,7 +16,7 @@ import pytest
 from app.core.config import Settings
 from tests.server import free_port
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
 

@@ -1,5 +1,5 @@
 """What ships beside the code: the Dockerfile, docker-compose.yml, CI and the README's
-commands (the entrypoint itself runs in tests/test_cli.py)."""
+commands (the entrypoint itself runs in tests/cli/test_commands.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def dockerfile_instructions() -> list[tuple[str, str]]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-APP = Path(__file__).resolve().parent.parent / "app"
+APP = Path(__file__).resolve().parents[2] / "app"
 # Beginning, committing or rolling back a transaction, or opening a session for one.
 TRANSACTION = re.compile(
     r"\.(commit|rollback|begin)\(\)|\b[Tt]ransactions(\([^)]*\))?\.(read|write)\(\)|\btransaction\("

@@ -18,7 +18,7 @@ from app.services import backup
 from app.services.backup_format import HEADER, MANIFEST, ArchiveError, ArchiveWriter, members
 from app.services.restore import check_compatible, restore, verify
 from tests.conftest import PG_URL, _reset_postgres, auth, episode_body, running
-from tests.test_backup import _fresh, _key, _payloads, _restore, _rows, _settings
+from tests.services.test_backup import _fresh, _key, _payloads, _restore, _rows, _settings
 
 
 async def test_writes_after_the_snapshot_opens_are_not_in_it(tmp_path: Path) -> None:
