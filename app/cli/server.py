@@ -20,11 +20,11 @@ async def _preflight(settings: Settings) -> None:
     from app.db.engine import Transactions
     from app.db.migrate import migrate as run_migrate
     from app.services.auth import Authenticator
-    from app.storage.leveldb import LevelDBBlobStore
+    from app.storage import open_blob_store
 
     # One process per payload store: a second `engram serve` on the same directory stops
     # here (StoreInUse) instead of failing inside the server's start-up.
-    LevelDBBlobStore(settings.blob_dir).close()
+    open_blob_store(settings).close()
     engine = await open_database(settings)
     try:
         if settings.migrate_on_start:
