@@ -122,7 +122,7 @@ def make_key(app: FastAPI) -> Callable[..., Any]:
     """Create an API key in the running app's database; returns the plaintext."""
 
     async def _make(namespace: str, role: str = "agent", max_sensitivity: str = "high") -> str:
-        async with app.state.engram.write_sessions() as session:
+        async with app.state.engram.transactions.write_sessions() as session:
             _, plaintext = await create_key(
                 session,
                 namespace=namespace,

@@ -6,7 +6,6 @@ a thread hop on every request.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import random
 from collections.abc import AsyncIterator
@@ -16,7 +15,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Request
 from fastapi.responses import JSONResponse
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from app.core.config import Settings
 from app.core.errors import Forbidden, InvalidInput
@@ -53,18 +52,6 @@ class AppState:
     checkpointer: Checkpointer | None = None
     # Requests under one Idempotency-Key, one at a time.
     key_locks: KeyLocks = field(default_factory=KeyLocks)
-
-    @property
-    def read_sessions(self) -> async_sessionmaker[AsyncSession]:
-        return self.transactions.read_sessions
-
-    @property
-    def write_sessions(self) -> async_sessionmaker[AsyncSession]:
-        return self.transactions.write_sessions
-
-    @property
-    def write_lock(self) -> asyncio.Lock | None:
-        return self.transactions.write_lock
 
 
 async def get_state(request: Request) -> AppState:

@@ -82,7 +82,7 @@ def rows() -> list[dict[str, Any]]:
 
 
 async def load(app: FastAPI, memories: list[dict[str, Any]]) -> None:
-    async with app.state.engram.write_sessions() as session:
+    async with app.state.engram.transactions.write_sessions() as session:
         await MemoryRepository(session).insert_many(memories)
         await session.commit()
 
@@ -205,7 +205,7 @@ async def test_the_searches_filter_as_scope_compatible_does(
             m["id"] for m in memories if all(m["scope"].get(k) == v for k, v in wanted.items())
         }
         constraints = {m["id"] for m in memories if m["type"] == "constraint"}
-        async with app.state.engram.read_sessions() as session:
+        async with app.state.engram.transactions.read_sessions() as session:
             repo = MemoryRepository(session)
             for filters, expected in (
                 (MemoryFilters(applies_to=request), applies),

@@ -59,7 +59,7 @@ async def test_commits_leave_the_log_to_the_checkpoint_thread(
     app = create_app(settings)
     async with app.router.lifespan_context(app):
         state = app.state.engram
-        async with state.read_sessions() as session:
+        async with state.transactions.read_sessions() as session:
             pages = (await session.execute(text("PRAGMA wal_autocheckpoint"))).scalar()
         assert pages == checkpoint.SAFETY_PAGES
         await state.checkpointer.checkpoint()  # the schema, in the file
@@ -95,6 +95,6 @@ async def test_without_the_thread_commits_checkpoint_as_sqlite_does(settings: Se
     app = create_app(settings)
     async with app.router.lifespan_context(app):
         assert app.state.engram.checkpointer is None
-        async with app.state.engram.read_sessions() as session:
+        async with app.state.engram.transactions.read_sessions() as session:
             pages = (await session.execute(text("PRAGMA wal_autocheckpoint"))).scalar()
         assert pages == 1000

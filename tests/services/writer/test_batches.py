@@ -68,7 +68,7 @@ def _writer(app: FastAPI) -> EpisodeWriter:
 
 
 async def _rows(app: FastAPI, table: str, *ids: str) -> dict[str, dict[str, Any]]:
-    async with app.state.engram.read_sessions() as session:
+    async with app.state.engram.transactions.read_sessions() as session:
         found = await session.execute(
             text(f"SELECT * FROM {table} WHERE namespace = :ns ORDER BY id"), {"ns": NS}
         )
@@ -126,7 +126,7 @@ async def test_recall_logs_store_what_the_session_path_stores(app: FastAPI, back
     )
     assert writer.batches - before == 1
     # The same through SQLAlchemy's statements.
-    async with app.state.engram.write_sessions() as session:
+    async with app.state.engram.transactions.write_sessions() as session:
         await TransitionRepository(session).insert_many([_transition("s1", "task-9")])
         await MemoryUsageRepository(session).mark_used(NS, ["c"], now=NOW + timedelta(1))
         await session.commit()
