@@ -32,7 +32,27 @@ from app.services.memory_rows import new_memory
 
 MAX_EVIDENCE = 20
 REFERENCE_TTL_S = 10.0
-_REFERENCES: dict[tuple[str, str, str], tuple[float, tuple[Baseline, list[str] | None]]] = {}
+Reference = tuple[Baseline, list[str] | None]
+
+
+class References:
+    """Each task type's baseline and successful run, kept for REFERENCE_TTL_S (both move
+    slowly; learning asks on every batch). The worker keeps one for its life."""
+
+    def __init__(self, ttl_s: float = REFERENCE_TTL_S) -> None:
+        self.ttl_s = ttl_s
+        self._kept: dict[tuple[str, str], tuple[float, Reference]] = {}
+
+    def get(self, namespace: str, task_type: str) -> Reference | None:
+        kept = self._kept.get((namespace, task_type))
+        if kept is None or time.monotonic() - kept[0] >= self.ttl_s:
+            return None
+        return kept[1]
+
+    def keep(self, namespace: str, task_type: str, found: Reference) -> None:
+        if len(self._kept) > 10_000:
+            self._kept.clear()
+        self._kept[(namespace, task_type)] = (time.monotonic(), found)
 
 
 def duration_ms(row: Any) -> float | None:
@@ -89,29 +109,24 @@ class _Counts:
 
 
 class LearningService:
-    def __init__(self, session: AsyncSession, *, settings: Learning) -> None:
+    def __init__(
+        self, session: AsyncSession, *, settings: Learning, references: References | None = None
+    ) -> None:
         self.session = session
         self.settings = settings
+        self.references = references if references is not None else References()
         self.episodes = EpisodeLearningRepository(session)
         self.patterns = PatternRepository(session)
         self.skills = SkillRepository(session)
         self.memories = MemoryRepository(session)
 
-    async def _references(
-        self, namespace: str, task_type: str
-    ) -> tuple[Baseline, list[str] | None]:
+    async def _references(self, namespace: str, task_type: str) -> Reference:
         """The task type's baseline and what a successful run of it looks like (its active
-        skill's steps, else the shortest recent successful episode). Both move slowly, so
-        they are kept for REFERENCE_TTL_S instead of read for every batch."""
-        key = (str(self.session.get_bind().engine.url), namespace, task_type)
-        cached = _REFERENCES.get(key)
-        now = time.monotonic()
-        if cached is not None and now - cached[0] < REFERENCE_TTL_S:
-            return cached[1]
-        found = await self._read_references(namespace, task_type)
-        if len(_REFERENCES) > 10_000:
-            _REFERENCES.clear()
-        _REFERENCES[key] = (now, found)
+        skill's steps, else the shortest recent successful episode)."""
+        found = self.references.get(namespace, task_type)
+        if found is None:
+            found = await self._read_references(namespace, task_type)
+            self.references.keep(namespace, task_type, found)
         return found
 
     async def _read_references(

@@ -4,7 +4,7 @@ skills and their history. Never commits."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -30,6 +30,9 @@ from app.schemas.learning import (
 )
 from app.services import pagination
 
+if TYPE_CHECKING:
+    from app.services.learning import References
+
 PASS_CHUNK = 500
 PASS_CHUNKS = 2
 
@@ -44,6 +47,7 @@ async def run_pass(
     payload: dict[str, Any],
     *,
     settings: Learning,
+    references: References | None = None,
     max_chunks: int | None = None,
 ) -> tuple[ReflectResult, bool]:
     """Learn completed episodes of the window not learned yet (at most `max_chunks` of
@@ -54,7 +58,7 @@ async def run_pass(
 
     episode_rows = EpisodeLearningRepository(session)
     pattern_rows = PatternRepository(session)
-    learning = LearningService(session, settings=settings)
+    learning = LearningService(session, settings=settings, references=references)
     task_type = payload.get("task_type")
     learned = reflections = 0
     touched: set[str] = set()

@@ -4,6 +4,7 @@ runs in the transaction that marks them done."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -11,9 +12,20 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.core.config import Learning
 from app.models import Job
 from app.services.jobs import EVOLVE, enqueue
+from app.services.learning import References
 from app.services.reflect import run_pass
 
-Handler = Callable[[AsyncSession, str, Sequence[Job], Learning], Awaitable[dict[str, Any]]]
+
+@dataclass(frozen=True, slots=True)
+class JobContext:
+    """What a handler gets besides its session and jobs: the settings, and what the worker
+    keeps between jobs."""
+
+    settings: Learning
+    references: References = field(default_factory=References)
+
+
+Handler = Callable[[AsyncSession, str, Sequence[Job], JobContext], Awaitable[dict[str, Any]]]
 
 
 async def _evolve_later(
@@ -31,43 +43,50 @@ async def _evolve_later(
 
 
 async def learn_episodes(
-    session: AsyncSession, namespace: str, jobs: Sequence[Job], settings: Learning
+    session: AsyncSession, namespace: str, jobs: Sequence[Job], context: JobContext
 ) -> dict[str, Any]:
     from app.services.learning import LearningService
 
     ids = [j.payload["episode_id"] for j in jobs]
-    result = await LearningService(session, settings=settings).learn(namespace, ids)
+    settings = context.settings
+    learning = LearningService(session, settings=settings, references=context.references)
+    result = await learning.learn(namespace, ids)
     await _evolve_later(session, namespace, result["task_types"], settings)
     return {"learned": result["learned"]}
 
 
 async def credit_rewards(
-    session: AsyncSession, namespace: str, jobs: Sequence[Job], settings: Learning
+    session: AsyncSession, namespace: str, jobs: Sequence[Job], context: JobContext
 ) -> dict[str, Any]:
     from app.services.learning_credit import CreditService
 
     ids = sorted({e for j in jobs for e in j.payload.get("episode_ids", [])})
     result = await CreditService(session).credit(namespace, ids)
-    await _evolve_later(session, namespace, result["task_types"], settings)
+    await _evolve_later(session, namespace, result["task_types"], context.settings)
     return {"credited": result["credited"]}
 
 
 async def evolve_skills(
-    session: AsyncSession, namespace: str, jobs: Sequence[Job], settings: Learning
+    session: AsyncSession, namespace: str, jobs: Sequence[Job], context: JobContext
 ) -> dict[str, Any]:
     from app.services.evolution import EvolutionService
 
     task_types = sorted({t for j in jobs for t in j.payload.get("task_types", [])})
-    changes = await EvolutionService(session, settings=settings).evolve(namespace, task_types)
+    changes = await EvolutionService(session, settings=context.settings).evolve(
+        namespace, task_types
+    )
     return {"changes": changes}
 
 
 async def reflect_pass(
-    session: AsyncSession, namespace: str, jobs: Sequence[Job], settings: Learning
+    session: AsyncSession, namespace: str, jobs: Sequence[Job], context: JobContext
 ) -> dict[str, Any]:
+    settings = context.settings
     result: dict[str, Any] = {}
     for job in jobs:
-        found, remaining = await run_pass(session, namespace, job.payload, settings=settings)
+        found, remaining = await run_pass(
+            session, namespace, job.payload, settings=settings, references=context.references
+        )
         result = found.model_dump(mode="json", exclude={"patterns"})
         if remaining:
             # The rest in another job: each transaction stays short.

@@ -25,7 +25,7 @@ from app.db.engine import Transactions
 from app.models import Job
 from app.repositories.episode_learning import EpisodeLearningRepository
 from app.repositories.jobs import JobRepository
-from app.worker.handlers import HANDLERS
+from app.worker.handlers import HANDLERS, JobContext
 
 log = logging.getLogger("engram.worker")
 DEFER_CHECK_S = 0.05
@@ -46,6 +46,8 @@ class Worker:
         self.batch_size = batch_size or settings.batch_size
         self.pressure = pressure or (lambda: False)
         self.settings = settings
+        # Kept between jobs for the worker's life.
+        self.context = JobContext(settings)
         self._wake = asyncio.Event()
         self._last_pass = 0.0
         self._busy_since: float | None = None
@@ -110,7 +112,7 @@ class Worker:
             handler = HANDLERS.get(kind)
             if handler is None:
                 raise ValueError(f"no handler for job kind {kind!r}")
-            result = await handler(session, namespace, jobs, self.settings)
+            result = await handler(session, namespace, jobs, self.context)
             await repo.finish(jobs, now=datetime.now(UTC), result=result)
 
     async def _failed(self, namespace: str, job_id: str, exc: Exception) -> None:
