@@ -207,9 +207,11 @@ def _servers(trees: dict[str, Path], *, rounds: int, seconds: float, connections
         servers = {}
         for name, tree in trees.items():
             server = EngramServer(
-                Path(tmp) / name, ENGRAM_LEARNING__WORKER="false", ENGRAM_LOG_REQUESTS="false"
+                Path(tmp) / name,
+                tree=tree,
+                ENGRAM_LEARNING__WORKER="false",
+                ENGRAM_LOG_REQUESTS="false",
             )
-            server.env["PYTHONPATH"] = str(tree)
             servers[name] = server.start()
         try:
             rates: dict[str, list[float]] = {n: [] for n in trees}

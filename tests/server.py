@@ -39,9 +39,18 @@ def free_port() -> int:
 
 
 class EngramServer:
-    def __init__(self, data_dir: Path, *, database_url: str | None = None, **env: str) -> None:
-        """`env` adds ENGRAM_* settings; the rest are the defaults an operator gets."""
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        database_url: str | None = None,
+        tree: Path | None = None,
+        **env: str,
+    ) -> None:
+        """`env` adds ENGRAM_* settings; the rest are the defaults an operator gets. The
+        server runs the code of `tree` (a checkout; this one by default)."""
         self.data_dir = data_dir
+        self.tree = tree or Path(__file__).resolve().parent.parent
         self.port = free_port()
         self.env = {
             **os.environ,
@@ -66,7 +75,7 @@ class EngramServer:
                 env=self.env,
                 stdout=log,
                 stderr=log,
-                cwd=Path(__file__).resolve().parent.parent,
+                cwd=self.tree,
             )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
