@@ -1,0 +1,23 @@
+"""Episode payloads in SQL (ENGRAM_BLOB_STORE=sql)
+
+Revision ID: 5d1e0c9a7b21
+Revises: 2a9e61c4d8f3
+Create Date: 2026-12-01 21:00:00
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+revision: str = "5d1e0c9a7b21"
+down_revision: str | None = "2a9e61c4d8f3"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    pass
+
+
+def downgrade() -> None:
+    pass
