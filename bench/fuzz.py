@@ -21,7 +21,7 @@ from schemathesis.python import asgi
 
 from app.core.config import Settings
 from app.main import create_app
-from tests.server import reset_postgres
+from tests.server import reset_database
 from tests.system.fuzzing import HEADERS, fuzz, fuzz_settings, seed
 
 
@@ -33,7 +33,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="engram-fuzz-") as tmp:
         url = args.database_url or f"sqlite+aiosqlite:///{Path(tmp) / 'engram.db'}"
         if args.database_url:
-            asyncio.run(reset_postgres(url))
+            asyncio.run(reset_database(url))
         base = Settings(database_url=url, blob_dir=Path(tmp) / "blobs", log_requests=False)
         app = create_app(fuzz_settings(base))
         schema = schemathesis.openapi.from_asgi("/openapi.json", app)

@@ -1,5 +1,5 @@
-"""Fixtures: a real SQLite file (or the PostgreSQL server in ENGRAM_TEST_DATABASE_URL)
-and a real LevelDB directory per test, the app run through its lifespan, an httpx client."""
+"""Fixtures: a real SQLite file (or the PostgreSQL or libSQL server in
+ENGRAM_TEST_DATABASE_URL) and a real LevelDB directory per test, the app run through its lifespan, an httpx client."""
 
 from __future__ import annotations
 
@@ -16,10 +16,14 @@ import pytest
 from fastapi import FastAPI
 
 from app.core.config import Settings
+from app.db.backends import kind_for
 from app.services.auth import Role, create_key
-from tests.server import reset_postgres as _reset_postgres
+from tests.server import reset_database
 
-PG_URL = os.environ.get("ENGRAM_TEST_DATABASE_URL")
+# A database server to run against instead of a SQLite file (PostgreSQL or libSQL).
+DB_URL = os.environ.get("ENGRAM_TEST_DATABASE_URL")
+DB_KIND = kind_for(Settings(database_url=DB_URL)).name if DB_URL else "sqlite"
+ON_POSTGRES = DB_KIND == "postgresql"
 
 
 def thread_calls(monkeypatch: pytest.MonkeyPatch, *, task: str | None = None) -> list[str]:
@@ -73,14 +77,14 @@ async def asgi_request(
 
 @pytest.fixture
 def backend() -> str:
-    return "postgresql" if PG_URL else "sqlite"
+    return DB_KIND
 
 
 @pytest.fixture
 async def settings(tmp_path: Path) -> Settings:
-    if PG_URL:
-        await _reset_postgres(PG_URL)
-        url = PG_URL
+    if DB_URL:
+        await reset_database(DB_URL)
+        url = DB_URL
     else:
         url = f"sqlite+aiosqlite:///{tmp_path / 'engram.db'}"
     return Settings(

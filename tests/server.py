@@ -19,14 +19,20 @@ from app.db.migrate import migrate
 from app.models import Base
 
 
-async def reset_postgres(url: str) -> None:
-    """Migrate, then empty every table, so a run starts from nothing."""
+async def reset_database(url: str) -> None:
+    """Migrate the server database at `url`, then empty every table, so a run starts from
+    nothing."""
     engine = create_engine(Settings(database_url=url))
     try:
         await migrate(engine)
         async with engine.begin() as conn:
-            names = ", ".join(t.name for t in Base.metadata.sorted_tables)
-            await conn.execute(text(f"TRUNCATE {names} CASCADE"))
+            names = [t.name for t in Base.metadata.sorted_tables]
+            if conn.dialect.name == "postgresql":
+                await conn.execute(text(f"TRUNCATE {', '.join(names)} CASCADE"))
+                return
+            # libSQL: the full-text table and its log are kept by triggers, not by the models.
+            for name in [*reversed(names), "memories_fts", "memories_fts_deletions"]:
+                await conn.execute(text(f"DELETE FROM {name}"))
     finally:
         await engine.dispose()
 

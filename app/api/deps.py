@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from app.core.config import Settings
 from app.core.errors import Forbidden, InvalidInput
-from app.db.backends.checkpoint import Checkpointer
+from app.db.backends.base import Maintenance
 from app.db.engine import Transactions
 from app.search import Search
 from app.services import audit
@@ -49,7 +49,7 @@ class AppState:
     # The in-process background worker (None when `engram worker` runs it elsewhere).
     worker: Worker | None = None
     # SQLite (a file): the thread that checkpoints the write-ahead log.
-    checkpointer: Checkpointer | None = None
+    checkpointer: Maintenance | None = None
     # Requests under one Idempotency-Key, one at a time.
     key_locks: KeyLocks = field(default_factory=KeyLocks)
 

@@ -7,9 +7,9 @@ import re
 from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic import AliasChoices, BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 # Names that always reach the service: its own machine.
@@ -130,8 +130,27 @@ class Settings(BaseSettings):
         hide_input_in_errors=True,
     )
 
-    database_url: str = "sqlite+aiosqlite:///./data/engram.db"
+    # Turso's own names are accepted too (ENGRAM_ wins when both are set).
+    database_url: str = Field(
+        default="sqlite+aiosqlite:///./data/engram.db",
+        validation_alias=AliasChoices("database_url", "ENGRAM_DATABASE_URL", "TURSO_DATABASE_URL"),
+    )
+    # libSQL/Turso: the token sent to the server (a JWT), if it asks for one.
+    database_auth_token: SecretStr | None = Field(
+        default=None,
+        validation_alias=AliasChoices(
+            "database_auth_token", "ENGRAM_DATABASE_AUTH_TOKEN", "TURSO_AUTH_TOKEN"
+        ),
+    )
+    # libSQL/Turso: a local file kept as an embedded replica of the database: reads are
+    # served from it, writes go to the server, and it is synced after each write
+    # transaction and every database_sync_interval_s.
+    database_replica: Path | None = None
+    database_sync_interval_s: float = Field(default=1.0, ge=0)
     blob_dir: Path = Path("./data/blobs")
+    # Where episode payloads are kept: LevelDB in blob_dir (one process per directory) or
+    # rows of the SQL database, written with the index rows (several processes may share it).
+    blob_store: Literal["leveldb", "sql"] = "leveldb"
     host: str = "127.0.0.1"
     port: int = Field(default=8080, ge=1, le=65535)
     auth_mode: AuthMode = AuthMode.AUTO

@@ -9,6 +9,7 @@ The statements use named parameters, which both sqlite3 and SQLAlchemy's text() 
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterable, Sequence
 
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
@@ -51,3 +52,22 @@ def learn(missing: Sequence[str], first_tokens: Iterable[tuple[str, int]]) -> No
 def stems(terms: Sequence[str]) -> list[str]:
     """Each term's stem (the term itself when the tokenizer gave it none)."""
     return [_STEMS.get(t, t) for t in terms]
+
+
+class LocalProbe:
+    """The probe in a private in-memory SQLite, for a database without temp tables (a
+    libSQL server): the same tokenizer, so the same stems. Microseconds a term, so it runs
+    on the calling thread."""
+
+    def __init__(self) -> None:
+        self._conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        for statement in CREATE:
+            self._conn.execute(statement)
+
+    def learn(self, missing: Sequence[str]) -> None:
+        self._conn.executemany(INSERT, probe_rows(missing))
+        learn(missing, self._conn.execute(FIRST_TOKENS).fetchall())
+        self._conn.execute(CLEAR)
+
+    def close(self) -> None:
+        self._conn.close()

@@ -1,8 +1,9 @@
 """Search of memories: one protocol (`Search`), one implementation per database
 kind, created in the lifespan and handed out through the app's state.
 
-- `fts5.py`: SQLite, with the in-memory BM25 index of `index.py` (FTS5's query until it
-  is built, or when ENGRAM_RECALL__SEARCH_INDEX is off);
+- `fts5.py`: SQLite and libSQL, with the in-memory BM25 index of `index.py` on a SQLite
+  file (FTS5's query until it is built, when ENGRAM_RECALL__SEARCH_INDEX is off, and on
+  libSQL);
 - `tsvector.py`: PostgreSQL's tsvector column.
 Indexes are caches of SQL, never sources of truth."""
 
@@ -17,8 +18,12 @@ from app.search.tsvector import TsvectorSearch
 
 def open_search(backend: Backend, settings: Recall) -> Search:
     """The search of this backend's database (started by the caller)."""
-    if backend.name == Fts5Search.backend:
-        return Fts5Search(database_file=backend.database_file, use_index=settings.search_index)
+    if backend.engine.dialect.name == Fts5Search.dialect:
+        return Fts5Search(
+            database_file=backend.database_file,
+            use_index=settings.search_index,
+            local_probe=backend.local_probe,
+        )
     return TsvectorSearch()
 
 

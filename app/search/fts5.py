@@ -80,10 +80,15 @@ def _fts_statement(shape: FilterShape) -> Any:
 
 
 class Fts5Search:
-    backend = SQLiteBackend.name
+    dialect = "sqlite"
 
-    def __init__(self, *, database_file: str | None, use_index: bool) -> None:
+    def __init__(
+        self, *, database_file: str | None, use_index: bool, local_probe: bool = False
+    ) -> None:
         self.index = TermIndex(database_file) if use_index and database_file else None
+        # Where the database has no temp tables (a libSQL server), stems are learned in a
+        # private in-memory SQLite with the same tokenizer.
+        self._local_probe = probe.LocalProbe() if local_probe else None
         # Built statements by filter shape, and how many memories hold each stem.
         self._ranked = Statements(_ranked_statement)
         self._fts = Statements(_fts_statement)
@@ -96,6 +101,8 @@ class Fts5Search:
     async def close(self) -> None:
         if self.index is not None:
             await asyncio.to_thread(self.index.close)
+        if self._local_probe is not None:
+            self._local_probe.close()
 
     def stats(self) -> dict[str, Any] | None:
         # Informational: until it is built, search uses the full-text query instead.
@@ -227,7 +234,9 @@ class Fts5Search:
     async def _stems(self, session: AsyncSession, terms: Sequence[str]) -> list[str]:
         """The index's stem of each term (the tokenizer runs in a private temp table)."""
         missing = probe.unknown(terms)
-        if missing:
+        if missing and self._local_probe is not None:
+            self._local_probe.learn(missing)
+        elif missing:
             await session.execute(text(probe.INSERT), probe.probe_rows(missing))
             rows = await session.execute(text(probe.FIRST_TOKENS))
             probe.learn(missing, [(str(term), int(doc)) for term, doc in rows])

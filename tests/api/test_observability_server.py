@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.conftest import PG_URL, episode_body
+from tests.conftest import DB_URL, episode_body
 from tests.server import EngramServer
 
 OPERATOR_KEY = "egk_operator-bootstrap-key-0123456789abcdef"
@@ -16,7 +16,7 @@ OPERATOR_KEY = "egk_operator-bootstrap-key-0123456789abcdef"
 
 def test_metrics_and_logs_of_a_real_server(tmp_path: Path) -> None:
     server = EngramServer(
-        tmp_path, database_url=PG_URL, ENGRAM_BOOTSTRAP_KEY=OPERATOR_KEY, ENGRAM_LOG_LEVEL="INFO"
+        tmp_path, database_url=DB_URL, ENGRAM_BOOTSTRAP_KEY=OPERATOR_KEY, ENGRAM_LOG_LEVEL="INFO"
     ).start()
     headers = {"Authorization": f"Bearer {OPERATOR_KEY}"}
     try:

@@ -18,7 +18,7 @@ from app.services.restore import verify
 from app.storage.blobs import episode_doc_key, episode_prefix, parse_episode_key
 from app.storage.snapshot import open_exclusive
 from tests.cli.test_commands import engram
-from tests.conftest import PG_URL, _reset_postgres, auth
+from tests.conftest import DB_URL, reset_database, auth
 from tests.server import EngramServer
 from tests.services.test_backup import _payloads, _rows
 
@@ -77,13 +77,13 @@ class Traffic:
 
 
 def _stores(root: Path) -> Settings:
-    url = PG_URL or f"sqlite+aiosqlite:///{root}/engram.db"
+    url = DB_URL or f"sqlite+aiosqlite:///{root}/engram.db"
     return Settings(database_url=url, blob_dir=root / "blobs")
 
 
 async def test_backup_while_writing_restores_every_payload(tmp_path: Path) -> None:
-    if PG_URL:
-        await _reset_postgres(PG_URL)
+    if DB_URL:
+        await reset_database(DB_URL)
     source = _stores(tmp_path / "source")
     server = EngramServer(
         tmp_path / "source",
@@ -117,8 +117,8 @@ async def test_backup_while_writing_restores_every_payload(tmp_path: Path) -> No
     assert verify(local).rows == {name: len(r) for name, r in source_rows.items()}
     assert verify(local).payloads == len(_payloads(source.blob_dir))
 
-    if PG_URL:
-        await _reset_postgres(PG_URL)
+    if DB_URL:
+        await reset_database(DB_URL)
     target = _stores(tmp_path / "target")
     restored = engram(target, "restore", str(archive))
     assert restored.returncode == 0, restored.stderr

@@ -15,10 +15,11 @@ import pytest
 
 from app.api.connection import UVICORN
 from app.core.versions import Supported, UnsupportedVersion, release
+from app.db.backends.libsql_driver import LIBSQL
 from app.db.backends.sqlite_driver import AIOSQLITE, SQLALCHEMY
 
 ROOT = Path(__file__).resolve().parents[2]
-DECLARED = [SQLALCHEMY, AIOSQLITE, UVICORN]
+DECLARED = [SQLALCHEMY, AIOSQLITE, UVICORN, LIBSQL]
 NAME = re.compile(r"^([A-Za-z0-9_.-]+)(\[[^\]]*\])?\s*(.*)$")
 
 
@@ -70,6 +71,8 @@ def test_installed_release_is_supported(supported: Supported) -> None:
         (AIOSQLITE, "0.23.0"),
         (UVICORN, "0.29.0"),
         (UVICORN, "0.55.0"),
+        (LIBSQL, "0.0.54"),
+        (LIBSQL, "0.0.56"),
     ],
 )
 def test_releases_outside_the_range_are_refused(supported: Supported, version: str) -> None:
@@ -90,12 +93,12 @@ def test_release_ordering() -> None:
 
 @pytest.mark.parametrize("supported", DECLARED, ids=lambda s: s.distribution)
 def test_pyproject_pins_the_declared_range(supported: Supported) -> None:
-    assert requirements()[canonical(supported.distribution)] == supported.spec
+    assert requirements("libsql")[canonical(supported.distribution)] == supported.spec
 
 
 def test_constraints_lock_every_requirement_within_its_range() -> None:
     pins = constraints()
-    wanted = requirements("test", "dev")
+    wanted = requirements("test", "dev", "libsql")
     missing = sorted(set(wanted) - set(pins))
     assert not missing, f"constraints.txt lacks {missing}: regenerate it (README, Development)"
     assert "engram" not in pins

@@ -23,9 +23,9 @@ from app.repositories.memories import MEMORIES
 from app.search.index import TermIndex
 from app.search.postings import ns_token
 from app.services.memory_rows import new_memory
-from tests.conftest import PG_URL, running
+from tests.conftest import DB_URL, running
 
-pytestmark = pytest.mark.skipif(PG_URL is not None, reason="SQLite's index")
+pytestmark = pytest.mark.skipif(DB_URL is not None, reason="SQLite's index")
 
 WORDS = (
     "pool connection database timeout retry cache index query planner vacuum lock "

@@ -20,7 +20,7 @@ from app.services.ids import uuid7
 from app.services.restore import Contents, RestoreRefused, restore, verify
 from app.storage.snapshot import LevelDBSnapshot, StoreInUse, open_exclusive
 from app.worker.runner import Worker
-from tests.conftest import PG_URL, _reset_postgres, auth, episode_body, running
+from tests.conftest import DB_URL, reset_database, auth, episode_body, running
 
 ACTIONS = ["git.clone", "pip.install", "pytest.run", "deploy.push"]
 
@@ -161,9 +161,9 @@ def _payloads(blob_dir: Path) -> list[tuple[bytes, bytes]]:
 
 async def _fresh(tmp: Path) -> Settings:
     """Empty stores on the backend under test (PostgreSQL: the same database, emptied)."""
-    if PG_URL:
-        await _reset_postgres(PG_URL)
-    return _settings(tmp, PG_URL)
+    if DB_URL:
+        await reset_database(DB_URL)
+    return _settings(tmp, DB_URL)
 
 
 async def _local_backup(settings: Settings, archive: Path) -> None:
@@ -183,9 +183,9 @@ async def _restore(archive: Path, target: Settings, *, force: bool = False) -> N
 
 
 async def test_round_trip_restores_every_record_and_payload(tmp_path: Path) -> None:
-    source = _settings(tmp_path / "source", PG_URL)
-    if PG_URL:
-        await _reset_postgres(PG_URL)
+    source = _settings(tmp_path / "source", DB_URL)
+    if DB_URL:
+        await reset_database(DB_URL)
     app = create_app(source)
     async with running(app) as client:
         operator = await _populate(app, client)
@@ -205,7 +205,7 @@ async def test_round_trip_restores_every_record_and_payload(tmp_path: Path) -> N
     assert contents.rows == {name: len(r) for name, r in rows.items()}
     assert contents.payloads == len(payloads)
 
-    if PG_URL:
+    if DB_URL:
         # The format is portable: PostgreSQL's archive restores into SQLite, and an archive
         # of that SQLite copy (read directly, no server) restores into PostgreSQL.
         lite = _settings(tmp_path / "sqlite-target")

@@ -17,7 +17,7 @@ from app.main import create_app
 from app.services import backup
 from app.services.backup_format import HEADER, MANIFEST, ArchiveError, ArchiveWriter, members
 from app.services.restore import check_compatible, restore, verify
-from tests.conftest import PG_URL, _reset_postgres, auth, episode_body, running
+from tests.conftest import DB_URL, reset_database, auth, episode_body, running
 from tests.services.test_backup import _fresh, _key, _payloads, _restore, _rows, _settings
 
 
@@ -120,9 +120,9 @@ def _corrupt(data: bytes) -> bytes:
 async def test_damaged_archive_is_refused_and_nothing_is_written(
     tmp_path: Path, damage: Callable[[bytes], bytes], message: str
 ) -> None:
-    source = _settings(tmp_path / "source", PG_URL)
-    if PG_URL:
-        await _reset_postgres(PG_URL)
+    source = _settings(tmp_path / "source", DB_URL)
+    if DB_URL:
+        await reset_database(DB_URL)
     app = create_app(source)
     async with running(app) as client:
         for i in range(5):
@@ -136,7 +136,7 @@ async def test_damaged_archive_is_refused_and_nothing_is_written(
     with pytest.raises(ArchiveError, match=message):
         await _restore(archive, target)
     assert not target.blob_dir.exists()
-    if PG_URL:
+    if DB_URL:
         assert not any((await _rows(target)).values())
     else:
         assert not (tmp_path / "target" / "engram.db").exists()

@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import orjson
 
-from tests.server import EngramServer, reset_postgres
+from tests.server import EngramServer, reset_database
 from tests.system.crash_checks import Report, check_down, same_steps
 from tests.system.crash_traffic import Client, EpisodeAck, Ledger, Lost
 
@@ -195,7 +195,7 @@ class CrashLoop:
     async def run(self, kills: int) -> Result:
         started = time.monotonic()
         if not self.database_url.startswith("sqlite"):
-            await reset_postgres(self.database_url)
+            await reset_database(self.database_url)
         await self.start()
         try:
             async with httpx.AsyncClient(base_url=self.server.url, timeout=60) as http:

@@ -16,11 +16,12 @@ from app.models import Job
 from app.repositories.jobs import JobRepository
 from app.services.jobs import CREDIT, enqueue, job_row
 from app.worker.runner import Worker
-from tests.conftest import PG_URL
+from tests.conftest import ON_POSTGRES
 
 
 @pytest.mark.skipif(
-    not PG_URL, reason="SQLite runs one write transaction at a time: the claim cannot interleave"
+    not ON_POSTGRES,
+    reason="SQLite and libSQL run one write transaction at a time: the claim cannot interleave",
 )
 async def test_work_folded_into_a_job_is_not_lost_to_a_concurrent_claim(
     settings: Settings,

@@ -1,8 +1,8 @@
 """Database kinds: each a Backend (`base.py`) with its engine, sessions and the SQL it
 writes its own way. `open_backend` picks one from ENGRAM_DATABASE_URL.
 
-A new kind (libSQL/Turso goes in `libsql.py`) is one module here, one entry in `KINDS`,
-and its branches of the search protocol in `app/search/`."""
+A new kind is one module here, one entry in `KINDS`, and its branches of the search
+protocol in `app/search/`."""
 
 from __future__ import annotations
 
@@ -12,19 +12,27 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
 
 from app.core.config import Settings
 from app.db.backends.base import Backend
+from app.db.backends.libsql import SCHEMES as LIBSQL_SCHEMES
+from app.db.backends.libsql import LibSQLBackend
 from app.db.backends.postgres import PostgresBackend
 from app.db.backends.sqlite import SQLiteBackend
 from app.db.errors import DatabaseConfigError, DatabaseUnreachable, is_store_outage, outage_reason
 
-# By SQLAlchemy's dialect name; each with the one async driver it is written for.
-KINDS: dict[str, type[SQLiteBackend] | type[PostgresBackend]] = {
+# By name; each with the one async driver it is written for. libSQL speaks SQLite's
+# dialect through its own driver.
+KINDS: dict[str, type[Backend]] = {
     SQLiteBackend.name: SQLiteBackend,
     PostgresBackend.name: PostgresBackend,
+    LibSQLBackend.name: LibSQLBackend,
 }
-_EXAMPLES = "sqlite+aiosqlite:///./data/engram.db or postgresql+asyncpg://user:password@host/db"
+_BY_DRIVER = {kind.driver: kind for kind in KINDS.values()}
+_EXAMPLES = (
+    "sqlite+aiosqlite:///./data/engram.db, postgresql+asyncpg://user:password@host/db "
+    "or libsql://host:port"
+)
 
 
-def kind_for(settings: Settings) -> type[SQLiteBackend] | type[PostgresBackend]:
+def kind_for(settings: Settings) -> type[Backend]:
     """The backend ENGRAM_DATABASE_URL names; DatabaseConfigError, saying what to set, for
     a URL Engram cannot use."""
     try:
@@ -35,10 +43,11 @@ def kind_for(settings: Settings) -> type[SQLiteBackend] | type[PostgresBackend]:
         ) from None
     # From the URL's text: asking SQLAlchemy would load (or fail to find) the dialect.
     name, _, driver = url.drivername.partition("+")
+    if name in LIBSQL_SCHEMES and not driver:
+        return LibSQLBackend
     if "libsql" in (name, driver):
-        raise DatabaseConfigError(
-            f"ENGRAM_DATABASE_URL: libSQL/Turso is not supported yet; use {_EXAMPLES}"
-        )
+        fixed = f"libsql://{url.host or 'HOST'}{f':{url.port}' if url.port else ''}"
+        raise DatabaseConfigError(f"ENGRAM_DATABASE_URL: name a libSQL server as {fixed}")
     kind = KINDS.get(name)
     if kind is None:
         raise DatabaseConfigError(
@@ -71,7 +80,7 @@ def backend_of(
 ) -> type[Backend]:
     """The kind of database a session, connection or engine talks to."""
     engine = bind.get_bind() if isinstance(bind, AsyncSession) else bind
-    return KINDS[engine.dialect.name]
+    return _BY_DRIVER[engine.dialect.driver]
 
 
 async def check_connection(engine: AsyncEngine) -> None:
@@ -95,6 +104,7 @@ async def check_connection(engine: AsyncEngine) -> None:
 
 __all__ = [
     "Backend",
+    "LibSQLBackend",
     "KINDS",
     "backend_of",
     "check_connection",

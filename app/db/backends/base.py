@@ -5,7 +5,7 @@ asks which database it runs on; it asks the backend."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import orjson
 from sqlalchemy import Table
@@ -15,7 +15,6 @@ from sqlalchemy.sql.elements import ColumnElement, TextClause
 
 from app.core.config import Settings
 from app.core.metrics import Metrics
-from app.db.backends.checkpoint import Checkpointer
 from app.db.engine import Transactions
 
 
@@ -24,11 +23,22 @@ def json_text(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
+class Maintenance(Protocol):
+    """Work of the server's own on its database, beside the requests: WAL checkpoints
+    (a SQLite file), replica syncs (libSQL's embedded replica)."""
+
+    def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
 class Backend:
     """One database kind. The class says what it can do; an instance (made in the
     lifespan) holds the engine and its transactions."""
 
     name: ClassVar[str]
+    # The SQLAlchemy async driver it is reached through (how an engine names its kind).
+    driver: ClassVar[str]
     # SELECT ... FOR UPDATE takes row locks (PostgreSQL); elsewhere a write transaction is
     # the only writer and reading is enough.
     row_locks: ClassVar[bool] = False
@@ -40,6 +50,13 @@ class Backend:
     direct_writes: ClassVar[bool] = False
     # Migrations alter tables by copying them (SQLite's ALTER TABLE cannot do the rest).
     batch_alter: ClassVar[bool] = False
+    # FTS5's tokenizer probe runs in a private in-memory SQLite, not in a temp table of
+    # the database's (a libSQL server has none).
+    local_probe: ClassVar[bool] = False
+
+    @staticmethod
+    def create_engine(settings: Settings) -> AsyncEngine:
+        raise NotImplementedError
 
     def __init__(self, settings: Settings, engine: AsyncEngine) -> None:
         self.settings = settings
@@ -51,8 +68,8 @@ class Backend:
         """The database's file, for a database that is one (None otherwise)."""
         return None
 
-    def checkpointer(self, metrics: Metrics | None) -> Checkpointer | None:
-        """A thread of the server's own that checkpoints a write-ahead log, if any."""
+    def checkpointer(self, metrics: Metrics | None) -> Maintenance | None:
+        """The database's maintenance beside the requests, if it needs any."""
         return None
 
     async def dispose(self) -> None:

@@ -17,7 +17,7 @@ from app.core.config import Settings
 from app.core.metrics import Metrics
 from app.db import probe
 from app.db.backends import checkpoint, sqlite_driver
-from app.db.backends.base import Backend, json_text
+from app.db.backends.base import Backend, Maintenance, json_text
 from app.db.backends.checkpoint import Checkpointer
 from app.db.engine import WRITE_OPTION
 
@@ -84,7 +84,7 @@ class SQLiteBackend(Backend):
         path = self.engine.url.database
         return None if path in (None, "", ":memory:") else path
 
-    def checkpointer(self, metrics: Metrics | None) -> Checkpointer | None:
+    def checkpointer(self, metrics: Metrics | None) -> Maintenance | None:
         interval_ms = self.settings.sqlite_checkpoint_interval_ms
         path = self.database_file
         if path is None or not interval_ms:

@@ -1,0 +1,165 @@
+"""libSQL (Turso, sqld): SQLite's SQL on a server, reached over HTTP, or an embedded replica.
+
+ENGRAM_DATABASE_URL names the server: `libsql://host[:port]` (TLS; `?tls=0` for plain
+HTTP, as a local sqld serves), `https://host` or `http://host:port`; with
+ENGRAM_DATABASE_AUTH_TOKEN (or TURSO_AUTH_TOKEN) when it asks for one. With
+ENGRAM_DATABASE_REPLICA=FILE the process keeps that file as an embedded replica: reads
+are served from it, writes go to the server, and it is synced after every write
+transaction and every ENGRAM_DATABASE_SYNC_INTERVAL_S.
+
+The dialect is SQLite's (`libsql_driver`): FTS5, JSON1 and the migrations are the same.
+What differs: no temp tables on the server (search's tokenizer probe runs in a private
+in-memory SQLite), no PRAGMAs of the file's own, no in-memory search index (it reads
+a local file), and one write transaction at a time across every process (sqld's lock).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any, ClassVar
+
+import orjson
+from sqlalchemy import event
+from sqlalchemy.dialects import registry
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from app.core.config import Settings
+from app.core.metrics import Metrics
+from app.db.backends.base import json_text
+from app.db.backends.sqlite import SQLiteBackend
+from app.db.engine import WRITE_OPTION
+from app.db.errors import DatabaseConfigError
+
+log = logging.getLogger("engram.db")
+
+# Loaded on first use, so that libsql-experimental (an extra) is imported only when asked for.
+registry.register("sqlite.libsql", "app.db.backends.libsql_driver", "LibSQLDialect")
+
+SCHEMES = ("libsql", "https", "http")
+
+
+def server_url(database_url: str) -> str:
+    """The http(s) URL of the server a libsql://, https:// or http:// URL names."""
+    url = make_url(database_url)
+    scheme = url.drivername
+    if scheme == "libsql":
+        plain = str(url.query.get("tls", "1")) in ("0", "false", "no")
+        scheme = "http" if plain else "https"
+    if not url.host:
+        raise DatabaseConfigError(
+            "ENGRAM_DATABASE_URL: a libSQL URL names its server: libsql://HOST[:PORT]"
+        )
+    port = f":{url.port}" if url.port else ""
+    return f"{scheme}://{url.host}{port}"
+
+
+class ReplicaSync:
+    """Syncs the embedded replica from the server every interval, in a thread of its own
+    (the binding blocks while it waits for the server)."""
+
+    def __init__(self, replica: str, server: str, token: str, *, interval_s: float) -> None:
+        self.replica, self.server, self.token = replica, server, token
+        self.interval_s = interval_s
+        self._task: asyncio.Task[None] | None = None
+        self._conn: Any = None
+        self.syncs = 0
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        if self._conn is not None:
+            await asyncio.to_thread(self._conn.close)
+
+    async def sync(self) -> None:
+        await asyncio.to_thread(self._sync)
+
+    def _sync(self) -> None:
+        from app.db.backends import libsql_driver
+
+        if self._conn is None:
+            self._conn = libsql_driver.connect(
+                self.replica, sync_url=self.server, auth_token=self.token
+            )
+        else:
+            self._conn.sync()
+        self.syncs += 1
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval_s)
+            try:
+                await self.sync()
+            except Exception as exc:
+                log.warning("replica sync failed", extra={"error": str(exc)[:200]})
+
+
+class LibSQLBackend(SQLiteBackend):
+    name: ClassVar[str] = "libsql"
+    driver: ClassVar[str] = "libsql"
+    one_writer = True
+    direct_writes = True
+    batch_alter = True
+    # Search learns stems in a private in-memory SQLite: the server has no temp tables.
+    local_probe: ClassVar[bool] = True
+
+    @staticmethod
+    def create_engine(settings: Settings) -> AsyncEngine:
+        try:
+            from app.db.backends import libsql_driver  # noqa: F401
+        except ImportError as exc:
+            raise DatabaseConfigError(
+                "ENGRAM_DATABASE_URL names a libSQL server, but libsql-experimental is not "
+                "installed: pip install 'engram[libsql]'"
+            ) from exc
+        server = server_url(settings.database_url)
+        token = settings.database_auth_token
+        args: dict[str, Any] = {
+            "database": server,
+            "sync_url": None,
+            "auth_token": token.get_secret_value() if token is not None else "",
+        }
+        if settings.database_replica is not None:
+            replica = settings.database_replica.expanduser()
+            replica.parent.mkdir(parents=True, exist_ok=True)
+            args.update(database=str(replica), sync_url=server)
+        engine = create_async_engine(
+            "sqlite+libsql://",
+            connect_args=args,
+            json_serializer=json_text,
+            json_deserializer=orjson.loads,
+            pool_size=settings.db_pool_size,
+            max_overflow=0,
+        )
+
+        @event.listens_for(engine.sync_engine, "begin")
+        def _on_begin(conn: Any) -> None:
+            # As on SQLite: writers take the lock up front, readers never block.
+            mode = conn.get_execution_options().get(WRITE_OPTION, False)
+            conn.exec_driver_sql("BEGIN IMMEDIATE" if mode else "BEGIN")
+
+        return engine
+
+    @property
+    def database_file(self) -> str | None:
+        return None
+
+    def checkpointer(self, metrics: Metrics | None) -> ReplicaSync | None:
+        settings = self.settings
+        interval = settings.database_sync_interval_s
+        if settings.database_replica is None or not interval:
+            return None
+        token = settings.database_auth_token
+        return ReplicaSync(
+            str(settings.database_replica.expanduser()),
+            server_url(settings.database_url),
+            token.get_secret_value() if token is not None else "",
+            interval_s=interval,
+        )
