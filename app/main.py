@@ -131,6 +131,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 "engram ready",
                 extra={
                     "database": engine.url.render_as_string(hide_password=True),
+                    "blob_store": settings.blob_store,
                     "blob_dir": str(settings.blob_dir),
                 },
             )

@@ -41,22 +41,27 @@ async def test_orphan_payloads_are_swept_on_start(settings: Settings) -> None:
     db.put(episode_chunk_key("default", "ghost", 0), b"[]")
     db.put(episode_chunk_key("default", kept, 2), b'[{"action": "never committed"}]')
     db.close()
+    ghost = episode_prefix("default", "ghost")
 
     app = create_app(settings)
     async with running(app) as client:
-        blobs = app.state.engram.blobs
+        state = app.state.engram
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
-            if not await blobs.get_prefix(episode_prefix("default", "ghost")):
-                break
+            async with state.transactions.read() as session:
+                if not await state.blobs.get_prefix(ghost, session=session):
+                    break
             await asyncio.sleep(0.05)
-        assert await blobs.get_prefix(episode_prefix("default", "ghost")) == []
-        assert await blobs.get(episode_chunk_key("default", kept, 2)) is None
         full = (await client.get(f"/v1/episodes/{kept}")).json()
         assert [s["seq"] for s in full["steps"]] == [0, 1]
-        assert len(await blobs.get_prefix(episode_prefix("default", kept))) == 2
+        async with state.transactions.read() as session:
+            assert await state.blobs.get_prefix(ghost, session=session) == []
+            chunk = episode_chunk_key("default", kept, 2)
+            assert await state.blobs.get(chunk, session=session) is None
+            kept_prefix = episode_prefix("default", kept)
+            assert len(await state.blobs.get_prefix(kept_prefix, session=session)) == 2
         # A sweep now finds nothing more to remove.
-        assert await app.state.engram.writer.sweep() == 0
+        assert await state.writer.sweep() == 0
 
 
 async def test_a_second_app_cannot_open_the_same_payload_directory(settings: Settings) -> None:

@@ -31,8 +31,9 @@ from app.core.config import Settings, get_settings
 from app.core.errors import AppError
 from app.services.backup_format import PAYLOADS, ArchiveError
 from app.services.restore import Contents, RestoreRefused, check_compatible, restore, verify
+from app.storage import BlobStore, open_blob_store
 from app.storage.blobs import BlobStoreError
-from app.storage.snapshot import LevelDBSnapshot, StoreInUse, open_exclusive
+from app.storage.snapshot import StoreInUse
 
 console = Console(stderr=True)
 BLOCK = 1 << 16
@@ -99,13 +100,13 @@ def _download(url: str, key: str | None, part: Path) -> None:
             bar.advance(task, len(block))
 
 
-async def _local(settings: Settings, part: Path, db: object) -> None:
+async def _local(settings: Settings, part: Path, store: BlobStore) -> None:
     from app.db.backends import create_engine
     from app.services import backup
 
     engine = create_engine(settings)
     try:
-        snapshot = await backup.open_snapshot(engine, lambda: LevelDBSnapshot(db))
+        snapshot = await backup.open_snapshot(engine, store.snapshot)
         with part.open("wb") as out, _bar() as bar:
             rows = bar.add_task("tables", total=snapshot.rows)
             payloads = bar.add_task("payloads", total=None)
@@ -145,27 +146,27 @@ def backup_command(
         raise _fail(f"no directory {path.parent} to write the archive into")
     started = time.monotonic()
     with _partial(path) as part:
-        db = None
+        store = None
         if url is None:
             try:
-                db = open_exclusive(settings.blob_dir)
+                store = open_blob_store(settings)  # LevelDB: StoreInUse while a server runs
             except StoreInUse:
                 host = "127.0.0.1" if settings.host in ("0.0.0.0", "::") else settings.host
                 url = f"http://{host}:{settings.port}"
             except BlobStoreError as exc:
                 raise _fail(str(exc)) from exc
-        if db is None:
+        if store is None:
             assert url is not None
             console.print(f"backing up the server at {url}", highlight=False)
             _download(url, key, part)
         else:
-            console.print(f"no server holds {settings.blob_dir}: reading the stores directly")
+            console.print("reading the stores directly")
             try:
-                asyncio.run(_local(settings, part, db))
+                asyncio.run(_local(settings, part, store))
             except (AppError, SQLAlchemyError, OSError) as exc:
                 raise _fail(f"cannot read the stores: {exc}") from exc
             finally:
-                db.close()
+                store.close()
         try:
             contents = _verify(part)
         except ArchiveError as exc:

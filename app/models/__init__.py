@@ -2,6 +2,7 @@ from app.models.api_key import ApiKey
 from app.models.audit import AuditEvent
 from app.models.base import Base
 from app.models.episode import Episode
+from app.models.episode_payload import EpisodePayload
 from app.models.idempotency import IdempotentRequest
 from app.models.learning import EpisodeLearning, Job, Pattern, Skill, SkillEvent
 from app.models.memory import Memory
@@ -13,6 +14,7 @@ __all__ = [
     "Base",
     "Episode",
     "EpisodeLearning",
+    "EpisodePayload",
     "IdempotentRequest",
     "Job",
     "Memory",

@@ -1,4 +1,4 @@
-"""Episodes: the queryable index row with step skeletons. Full payloads live in LevelDB."""
+"""Episodes: the queryable index row with step skeletons; full payloads are in the payload store."""
 
 from __future__ import annotations
 

@@ -10,12 +10,14 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.db.backends import backend_of
-from app.models import Base
+from app.models import Base, EpisodePayload
 
 
 def tables() -> list[Table]:
-    """Every table the models declare, in dependency order (tables added later included)."""
-    return list(Base.metadata.sorted_tables)
+    """Every table the models declare, in dependency order (tables added later
+    included), but the payloads': they travel as the archive's payloads section,
+    whichever store keeps them."""
+    return [t for t in Base.metadata.sorted_tables if t.name != EpisodePayload.__tablename__]
 
 
 class BackupRepository:
@@ -36,7 +38,7 @@ class BackupRepository:
         return int((await self.conn.execute(select(func.count()).select_from(table))).scalar_one())
 
     async def is_empty(self) -> bool:
-        for table in tables():
+        for table in Base.metadata.sorted_tables:
             if (await self.conn.execute(select(1).select_from(table).limit(1))).first():
                 return False
         return True
@@ -49,7 +51,7 @@ class BackupRepository:
             yield part
 
     async def clear(self) -> None:
-        for table in reversed(tables()):
+        for table in reversed(Base.metadata.sorted_tables):
             await self.conn.execute(delete(table))
 
     async def insert(self, table: Table, rows: list[dict[str, Any]]) -> None:

@@ -1,11 +1,14 @@
 """Backups: one consistent snapshot of every table and payload, streamed as an archive.
 
 Consistency: the SQL read transaction (SQLite: one read transaction; PostgreSQL:
-REPEATABLE READ) and the LevelDB snapshot are both taken while the episode writer is
+REPEATABLE READ) and the payload snapshot are both taken while the episode writer is
 paused (`EpisodeWriter.run_paused`), when no payload or episode write is in flight.
-Payloads are written before the SQL commit that points to them and deleted only after
-that row's deletion commits, so every row of the SQL snapshot finds its payload in the
-LevelDB one, and a delete or sweep that runs while the archive streams cannot break it.
+LevelDB's payloads are written before the SQL commit that points to them and deleted
+only after that row's deletion commits, so every row of the SQL snapshot finds its
+payload in the LevelDB one, and a delete or sweep that runs while the archive streams
+cannot break it. Payloads kept in SQL are read in the same transaction as the rows.
+Either way they travel as the archive's payloads section: an archive made with one
+store restores into the other.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ ROW_BATCH = 500
 
 @dataclass
 class Snapshot:
-    """An open SQL read transaction and a LevelDB snapshot of the same moment."""
+    """An open SQL read transaction and a payload snapshot of the same moment."""
 
     conn: AsyncConnection
     blobs: BlobSnapshot
@@ -58,13 +61,15 @@ class Snapshot:
         return sum(self.counts.values())
 
     async def close(self) -> None:
-        await asyncio.to_thread(self.blobs.close)
-        await self.conn.close()
+        try:
+            await self.blobs.close()
+        finally:
+            await self.conn.close()
 
 
 async def open_snapshot(
     engine: AsyncEngine,
-    take_blobs: Callable[[], BlobSnapshot],
+    take_blobs: Callable[[AsyncConnection], BlobSnapshot],
     *,
     run_paused: RunPaused | None = None,
 ) -> Snapshot:
@@ -80,13 +85,13 @@ async def open_snapshot(
             revision = await repo.revision()
             if revision is None:
                 raise StoreUnavailable("the database has no schema yet: run `engram migrate`")
-            return revision, take_blobs()
+            return revision, take_blobs(conn)
 
         revision, blobs = await (run_paused(take) if run_paused is not None else take())
         try:
             counts = {table.name: await repo.count(table) for table in tables()}
         except BaseException:
-            blobs.close()
+            await blobs.close()
             raise
     except BaseException:
         await conn.close()
@@ -125,7 +130,7 @@ async def archive(
                 yield data
             sections[str(table.name)] = {**_describe(table), **section.summary()}
         payloads = _Section(writer, PAYLOADS, on_records)
-        while pairs := await asyncio.to_thread(snapshot.blobs.read, MEMBER_BYTES):
+        while pairs := await snapshot.blobs.read(MEMBER_BYTES):
             if data := await payloads.add(encode_payloads(pairs), len(pairs)):
                 yield data
         if data := await payloads.flush():

@@ -89,11 +89,11 @@ class EpisodeService:
         await self.writer.delete((namespace, episode_id))
 
     async def get(self, session: AsyncSession, namespace: str, episode_id: str) -> EpisodeRead:
-        """The whole episode: the row from SQL, steps and context from the blob store."""
+        """The whole episode: the row from SQL, steps and context from the payload store."""
         episode = await EpisodeRepository(session).get(namespace, episode_id)
         if episode is None:
             raise NotFound(f"episode {episode_id!r} not found")
-        items = await self.blobs.get_prefix(episode_prefix(namespace, episode_id))
+        items = await self.blobs.get_prefix(episode_prefix(namespace, episode_id), session=session)
         doc: dict[str, Any] | None = None
         steps: list[StepRead] = []
         for key, value in items:  # the document sorts after the chunks, which sort by seq

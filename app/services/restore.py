@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import io
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
-import plyvel
 from alembic.script import ScriptDirectory
 
 from app.core.config import Settings
@@ -25,7 +23,8 @@ from app.services.backup_format import (
     decode_payloads,
     decode_rows,
 )
-from app.storage.snapshot import open_exclusive
+from app.storage import open_blob_store
+from app.storage.blobs import BlobLoad
 
 Progress = Callable[[int], None]
 
@@ -102,11 +101,6 @@ def check_compatible(contents: Contents) -> None:
         raise ArchiveError(f"the archive's tables differ from this schema: {', '.join(differ)}")
 
 
-def _has_keys(db: Any) -> bool:
-    with db.iterator(include_value=False) as keys:
-        return next(keys, None) is not None
-
-
 async def restore(
     path: Path,
     contents: Contents,
@@ -115,55 +109,38 @@ async def restore(
     force: bool = False,
     on_records: Progress | None = None,
 ) -> None:
-    """Load a verified archive: every table in one transaction and the payloads beside the store.
-
-    Payloads go to a staging directory that replaces the payload store just before the
-    SQL commit (and is put back if the commit fails): a failure at any point leaves the
-    target as it was.
-    """
+    """Load a verified archive: every table in one transaction, and the payloads into the
+    payload store so that they are seen when that transaction commits (`BlobLoad`): a
+    failure at any point leaves the target as it was."""
     check_compatible(contents)
-    blob_dir = settings.blob_dir
-    target = open_exclusive(blob_dir)  # held until the swap: no server starts meanwhile
-    staging = blob_dir.with_name(blob_dir.name + ".restoring")
-    replaced = blob_dir.with_name(blob_dir.name + ".replaced")
+    store = open_blob_store(settings)  # LevelDB: held from now on, so no server starts
     engine = create_engine(settings)
     try:
         await migrate(engine)
         async with engine.execution_options(**{WRITE_OPTION: True}).connect() as conn:
             await conn.begin()
             repo = BackupRepository(conn)
-            if not await repo.is_empty() or _has_keys(target):
-                if not force:
-                    raise RestoreRefused(
-                        f"the target is not empty ({settings.database_url} or {blob_dir}): "
-                        "restore into empty stores, or pass --force to replace them"
-                    )
-                await repo.clear()
-            shutil.rmtree(staging, ignore_errors=True)
-            staged = plyvel.DB(str(staging), create_if_missing=True, error_if_exists=True)
+            load = store.load(conn)
             try:
-                await _load(path, repo, staged, on_records)
+                if not await repo.is_empty() or await load.has_payloads():
+                    if not force:
+                        raise RestoreRefused(
+                            f"the target is not empty ({settings.database_url} or "
+                            f"{load.location}): restore into empty stores, or pass --force "
+                            "to replace them"
+                        )
+                    await repo.clear()
+                await _load(path, repo, load, on_records)
+                await load.commit(conn.commit)
             finally:
-                staged.close()
-            target.close()
-            shutil.rmtree(replaced, ignore_errors=True)
-            blob_dir.rename(replaced)
-            staging.rename(blob_dir)
-            try:
-                await conn.commit()
-            except BaseException:
-                blob_dir.rename(staging)
-                replaced.rename(blob_dir)
-                raise
-            shutil.rmtree(replaced, ignore_errors=True)
+                load.close()
     finally:
-        target.close()
-        shutil.rmtree(staging, ignore_errors=True)
+        store.close()
         await engine.dispose()
 
 
 async def _load(
-    path: Path, repo: BackupRepository, staged: Any, on_records: Progress | None
+    path: Path, repo: BackupRepository, load: BlobLoad, on_records: Progress | None
 ) -> None:
     by_name = {str(t.name): t for t in tables()}
     types = {name: column_types(t) for name, t in by_name.items()}
@@ -173,9 +150,7 @@ async def _load(
         for section, data in reader:
             if section == PAYLOADS:
                 pairs = decode_payloads(data)
-                with staged.write_batch(sync=True) as batch:
-                    for key, value in pairs:
-                        batch.put(key, value)
+                await load.put(pairs)
                 count = len(pairs)
             else:
                 rows = decode_rows(data, types[section])

@@ -7,8 +7,12 @@ from app.storage.blobs import BlobStore
 
 
 def open_blob_store(settings: Settings) -> BlobStore:
-    """The payload store the settings name (LevelDB in `settings.blob_dir`: the one store
-    today; another goes here, beside it)."""
+    """The payload store the settings name: LevelDB in `settings.blob_dir` (the default;
+    StoreInUse when another process holds it), or rows of the SQL database."""
+    if settings.blob_store == "sql":
+        from app.storage.sql import SQLBlobStore
+
+        return SQLBlobStore()
     from app.storage.leveldb import LevelDBBlobStore
 
     return LevelDBBlobStore(settings.blob_dir)

@@ -1,4 +1,6 @@
-"""LevelDB blob store (plyvel). Opened once per process; blocking calls run in threads."""
+"""LevelDB blob store (plyvel). Opened once per process; blocking calls run in threads.
+
+Its writes are synced on their own: the SQL transaction each call is given is left alone."""
 
 from __future__ import annotations
 
@@ -11,9 +13,11 @@ from pathlib import Path
 from typing import TypeVar
 
 import plyvel
+from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.storage.blobs import BlobStoreError
+from app.storage.blobs import BlobStoreError, Transaction
 from app.storage.snapshot import LevelDBSnapshot, open_exclusive
+from app.storage.staging import LevelDBLoad
 
 T = TypeVar("T")
 log = logging.getLogger("engram.blobs")
@@ -26,6 +30,8 @@ def _prefix_end(prefix: bytes) -> bytes:
 
 
 class LevelDBBlobStore:
+    transactional = False
+
     def __init__(self, path: Path) -> None:
         self._db: plyvel.DB | None = open_exclusive(path)
         self.path = path
@@ -91,27 +97,34 @@ class LevelDBBlobStore:
             self._reopened = None
             done.set()
 
-    async def write(self, puts: Mapping[bytes, bytes], deletes: Iterable[bytes] = ()) -> None:
+    async def write(
+        self, puts: Mapping[bytes, bytes], deletes: Iterable[bytes] = (), *, session: Transaction
+    ) -> None:
         dels = list(deletes)
 
         def _write() -> None:
             with self._require().write_batch(sync=True) as batch:
-                for key, value in puts.items():
-                    batch.put(key, value)
                 for key in dels:
                     batch.delete(key)
+                for key, value in puts.items():
+                    batch.put(key, value)
 
         await self._run(_write)
         self.failure = None
 
-    async def get(self, key: bytes) -> bytes | None:
+    async def get(self, key: bytes, *, session: Transaction) -> bytes | None:
         return await self._run(lambda: self._require().get(key))
 
-    async def get_prefix(self, prefix: bytes) -> list[tuple[bytes, bytes]]:
+    async def get_prefix(self, prefix: bytes, *, session: Transaction) -> list[tuple[bytes, bytes]]:
         return await self._run(lambda: list(self._require().iterator(prefix=prefix)))
 
     async def scan_keys(
-        self, prefix: bytes, *, after: bytes | None = None, limit: int = 10_000
+        self,
+        prefix: bytes,
+        *,
+        session: Transaction,
+        after: bytes | None = None,
+        limit: int = 10_000,
     ) -> list[bytes]:
         def _scan() -> list[bytes]:
             db = self._require()
@@ -131,7 +144,7 @@ class LevelDBBlobStore:
 
         return await self._run(_scan)
 
-    async def delete_prefix(self, prefix: bytes) -> int:
+    async def delete_prefix(self, prefix: bytes, *, session: Transaction) -> int:
         def _delete() -> int:
             db = self._require()
             keys = list(db.iterator(prefix=prefix, include_value=False))
@@ -150,10 +163,13 @@ class LevelDBBlobStore:
         await self._run(lambda: self._require().put(b"\x00ping", b"", sync=True))
         self.failure = None  # a synced write went through: the store works again
 
-    def snapshot(self) -> LevelDBSnapshot:
+    def snapshot(self, conn: AsyncConnection) -> LevelDBSnapshot:
         snap = LevelDBSnapshot(self._require())
         self._snapshots.add(snap)
         return snap
+
+    def load(self, conn: AsyncConnection) -> LevelDBLoad:
+        return LevelDBLoad(self._require(), self.path)
 
     def close(self) -> None:
         if self._db is not None and not self._db.closed:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,10 @@ class LevelDBSnapshot:
         self._items: Iterator[tuple[bytes, bytes]] | None = self._snapshot.iterator()
         self.closed = False
 
-    def read(self, max_bytes: int) -> list[tuple[bytes, bytes]]:
+    async def read(self, max_bytes: int) -> list[tuple[bytes, bytes]]:
+        return await asyncio.to_thread(self._read, max_bytes)
+
+    def _read(self, max_bytes: int) -> list[tuple[bytes, bytes]]:
         pairs: list[tuple[bytes, bytes]] = []
         if self._items is None:
             return pairs
@@ -36,7 +40,10 @@ class LevelDBSnapshot:
         self._items = None
         return pairs
 
-    def close(self) -> None:
+    async def close(self) -> None:
+        await asyncio.to_thread(self._close)
+
+    def _close(self) -> None:
         if self._items is not None:
             self._items.close()  # type: ignore[attr-defined]
             self._items = None

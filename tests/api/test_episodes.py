@@ -35,9 +35,12 @@ async def test_whole_episode_round_trip(client: httpx.AsyncClient, app: FastAPI)
     assert full["metadata"] == {"run": 7}
     assert full["skills_applied"] == ["grep-first"]
 
-    # The payload really is in LevelDB: the document plus one chunk holding the steps.
-    blobs = app.state.engram.blobs
-    stored = dict(await blobs.get_prefix(episode_prefix("default", summary["id"])))
+    # The payload really is in the payload store: the document plus one chunk of steps.
+    state = app.state.engram
+    async with state.transactions.read() as session:
+        stored = dict(
+            await state.blobs.get_prefix(episode_prefix("default", summary["id"]), session=session)
+        )
     assert set(stored) == {
         episode_doc_key("default", summary["id"]),
         episode_chunk_key("default", summary["id"], 0),
@@ -124,7 +127,9 @@ async def test_delete_removes_row_and_payload(client: httpx.AsyncClient, app: Fa
     assert r.status_code == 204
     assert (await client.get(f"/v1/episodes/{eid}")).status_code == 404
     assert (await client.delete(f"/v1/episodes/{eid}")).status_code == 404
-    assert await app.state.engram.blobs.get_prefix(episode_prefix("default", eid)) == []
+    state = app.state.engram
+    async with state.transactions.read() as session:
+        assert await state.blobs.get_prefix(episode_prefix("default", eid), session=session) == []
     listed = (await client.get("/v1/episodes")).json()
     assert listed["items"] == []
 

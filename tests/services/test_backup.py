@@ -169,7 +169,7 @@ async def _fresh(tmp: Path) -> Settings:
 async def _local_backup(settings: Settings, archive: Path) -> None:
     engine, db = create_engine(settings), open_exclusive(settings.blob_dir)
     try:
-        snapshot = await backup.open_snapshot(engine, lambda: LevelDBSnapshot(db))
+        snapshot = await backup.open_snapshot(engine, lambda conn: LevelDBSnapshot(db))
         with archive.open("wb") as out:
             async for block in backup.archive(snapshot):
                 out.write(block)

@@ -28,20 +28,20 @@ async def sweep_chunk(
     number removed and the key to continue after (None at the end)."""
     after, limit = cmd.data
     try:
-        keys = await blobs.scan_keys(EPISODE_PREFIX, after=after, limit=limit)
-        parsed = [(key, *parse_episode_key(key)) for key in keys]
-        pairs = list({(ns, eid) for _, ns, eid, _ in parsed})
         async with turn, sessionmaker() as session:
+            keys = await blobs.scan_keys(EPISODE_PREFIX, session=session, after=after, limit=limit)
+            parsed = [(key, *parse_episode_key(key)) for key in keys]
+            pairs = list({(ns, eid) for _, ns, eid, _ in parsed})
             counts = await EpisodeRepository(session).step_counts(pairs)
-            await session.rollback()
-        orphans = [
-            key
-            for key, ns, eid, seq in parsed
-            if (ns, eid) not in counts or (seq is not None and seq >= counts[(ns, eid)])
-        ]
-        if orphans:
-            await blobs.write({}, deletes=orphans)
-            log.info("swept orphan payloads", extra={"keys": len(orphans)})
+            orphans = [
+                key
+                for key, ns, eid, seq in parsed
+                if (ns, eid) not in counts or (seq is not None and seq >= counts[(ns, eid)])
+            ]
+            if orphans:
+                await blobs.write({}, deletes=orphans, session=session)
+                log.info("swept orphan payloads", extra={"keys": len(orphans)})
+            await session.commit()
         next_after = keys[-1] if len(keys) >= limit else None
         cmd.future.set_result((len(orphans), next_after))
     except Exception as exc:

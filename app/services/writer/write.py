@@ -1,5 +1,5 @@
 """The session path: read the stored state a batch is decided against, then write the
-batch, payloads first (synced), in one SQL transaction."""
+batch in one SQL transaction, payloads first (synced before it commits, or in it)."""
 
 from __future__ import annotations
 
@@ -55,10 +55,10 @@ async def write(
         stale = [
             key
             for ns, eid in batch.reused
-            for key in await blobs.scan_keys(episode_prefix(ns, eid))
-            if key not in batch.puts
+            for key in await blobs.scan_keys(episode_prefix(ns, eid), session=session)
         ]
-        await blobs.write(batch.puts, stale)  # synced before the rows that point to it
+        # Synced before the rows that point to it, or written with them.
+        await blobs.write(batch.puts, stale, session=session)
     repo = EpisodeRepository(session)
     await repo.insert_many(batch.inserts)
     await MemoryRepository(session).insert_many(batch.memories)
@@ -71,6 +71,8 @@ async def write(
     for key in batch.deletes:
         await repo.delete(key)
         await learning.forget_reflection(*key, now=datetime.now(UTC))
+        if blobs.transactional:  # gone with the row
+            await blobs.delete_prefix(episode_prefix(*key), session=session)
     # Completing an episode queues its learning job in the same transaction.
     done = completed(batch)
     now = datetime.now(UTC)
@@ -91,9 +93,11 @@ async def write(
         await session.commit()
     if done and on_completed is not None:
         on_completed()
+    if blobs.transactional:
+        return
     for ns, eid in batch.deletes:
         # Rows are gone and committed; a crash before this leaves orphans for the sweep.
         try:
-            await blobs.delete_prefix(episode_prefix(ns, eid))
+            await blobs.delete_prefix(episode_prefix(ns, eid), session=session)
         except BlobStoreError:
             log.warning("payload delete failed; the sweep removes it", extra={"episode_id": eid})

@@ -1,0 +1,99 @@
+"""An archive is the same whichever store keeps the payloads: one made with LevelDB
+restores into SQL and one made with SQL restores into LevelDB, record for record."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select
+
+from app.core.config import Settings
+from app.db.backends import create_engine
+from app.main import create_app
+from app.repositories.episode_payloads import PAYLOADS
+from app.services import backup
+from app.services.backup_format import PAYLOADS as PAYLOAD_SECTION
+from app.services.backup_format import ArchiveReader, decode_payloads
+from app.services.restore import RestoreRefused, restore, verify
+from app.storage import open_blob_store
+from tests.conftest import episode_body, running
+
+
+async def _backup(settings: Settings, archive: Path) -> None:
+    """`engram backup` without a server: the stores read directly."""
+    store, engine = open_blob_store(settings), create_engine(settings)
+    try:
+        snapshot = await backup.open_snapshot(engine, store.snapshot)
+        with archive.open("wb") as out:
+            async for block in backup.archive(snapshot):
+                out.write(block)
+    finally:
+        store.close()
+        await engine.dispose()
+
+
+def _payloads(archive: Path) -> set[tuple[bytes, bytes]]:
+    with archive.open("rb") as file:
+        reader = ArchiveReader(file)
+        pairs = {
+            pair
+            for section, data in reader
+            if section == PAYLOAD_SECTION
+            for pair in decode_payloads(data)
+        }
+        reader.check()
+    return pairs
+
+
+async def _episodes(settings: Settings, ids: list[str]) -> dict[str, Any]:
+    async with running(create_app(settings)) as client:
+        return {eid: (await client.get(f"/v1/episodes/{eid}")).json() for eid in ids}
+
+
+async def _payload_rows(settings: Settings) -> int:
+    engine = create_engine(settings)
+    try:
+        async with engine.connect() as conn:
+            return int((await conn.execute(select(func.count()).select_from(PAYLOADS))).scalar())
+    finally:
+        await engine.dispose()
+
+
+async def test_archives_cross_between_leveldb_and_sql(settings: Settings, tmp_path: Path) -> None:
+    async with running(create_app(settings)) as client:
+        ids = [
+            (await client.post("/v1/episodes", json=episode_body(f"t{i}", steps=i))).json()["id"]
+            for i in range(1, 5)
+        ]
+        open_ = (await client.post("/v1/episodes", json={"task_id": "open"})).json()["id"]
+        for n in range(3):
+            r = await client.post(f"/v1/episodes/{open_}/steps", json={"action": f"a{n}"})
+            assert r.status_code == 200, r.text
+        assert (await client.delete(f"/v1/episodes/{ids.pop()}")).status_code == 204
+    ids.append(open_)
+    before = await _episodes(settings, ids)
+    assert [len(e["steps"]) for e in before.values()] == [1, 2, 3, 3]
+
+    from_leveldb = tmp_path / "leveldb.tar.gz"
+    await _backup(settings, from_leveldb)
+    sql = settings.model_copy(update={"blob_store": "sql"})
+    await restore(from_leveldb, verify(from_leveldb), sql, force=True)
+    assert await _episodes(sql, ids) == before
+    # Four documents and six chunks (three episodes' steps, three appends), now rows.
+    assert await _payload_rows(sql) == verify(from_leveldb).payloads == 10
+
+    # Into a store that holds payload rows, only with --force.
+    with pytest.raises(RestoreRefused, match="not empty"):
+        await restore(from_leveldb, verify(from_leveldb), sql)
+
+    from_sql = tmp_path / "sql.tar.gz"
+    await _backup(sql, from_sql)
+    assert verify(from_sql).rows == verify(from_leveldb).rows
+    assert _payloads(from_sql) == _payloads(from_leveldb)
+    leveldb = settings.model_copy(update={"blob_dir": tmp_path / "blobs-again"})
+    await restore(from_sql, verify(from_sql), leveldb, force=True)
+    assert await _episodes(leveldb, ids) == before
+    # The SQL payloads went with the tables the restore replaced.
+    assert await _payload_rows(leveldb) == 0

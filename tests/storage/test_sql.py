@@ -1,0 +1,223 @@
+"""Episode payloads as SQL rows (ENGRAM_BLOB_STORE=sql): written in the transaction of
+their index row, so a failed write leaves neither, and read back through the same API."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+from sqlalchemy import select, text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.core.config import Settings
+from app.db.backends import create_engine
+from app.main import create_app
+from app.repositories.episode_payloads import PAYLOADS
+from app.storage.blobs import episode_chunk_key, episode_doc_key
+from tests import test_restart
+from tests.api import test_episodes
+from tests.conftest import episode_body, running
+
+# The episode API's tests and the restart's, run again with the payloads in SQL.
+test_whole_episode_round_trip = test_episodes.test_whole_episode_round_trip
+test_seed_minimal_form_is_a_one_step_episode = (
+    test_episodes.test_seed_minimal_form_is_a_one_step_episode
+)
+test_open_episode_grows_then_completes = test_episodes.test_open_episode_grows_then_completes
+test_concurrent_appends_keep_every_step_in_order = (
+    test_episodes.test_concurrent_appends_keep_every_step_in_order
+)
+test_delete_removes_row_and_payload = test_episodes.test_delete_removes_row_and_payload
+test_keyset_pagination_visits_every_episode_once = (
+    test_episodes.test_keyset_pagination_visits_every_episode_once
+)
+test_episodes_survive_restart = test_restart.test_episodes_survive_restart
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    return settings.model_copy(update={"blob_store": "sql"})
+
+
+async def _payload_rows(engine: AsyncEngine) -> list[tuple[str, str, str]]:
+    async with engine.connect() as conn:
+        rows = await conn.execute(
+            select(PAYLOADS.c.namespace, PAYLOADS.c.episode_id, PAYLOADS.c.part).order_by(
+                PAYLOADS.c.namespace, PAYLOADS.c.episode_id, PAYLOADS.c.part
+            )
+        )
+        return [(ns, eid, part) for ns, eid, part in rows]
+
+
+async def _insert_payloads(engine: AsyncEngine, rows: list[dict[str, Any]]) -> None:
+    async with engine.begin() as conn:
+        await conn.execute(PAYLOADS.insert(), rows)
+
+
+async def test_payloads_are_rows_and_no_leveldb_is_opened(
+    client: httpx.AsyncClient, app: FastAPI, settings: Settings
+) -> None:
+    body = {"task_id": "t", "steps": [{"action": "a"}, {"action": "b"}]}
+    eid = (await client.post("/v1/episodes", json=body)).json()["id"]
+    r = await client.post(f"/v1/episodes/{eid}/steps", json={"action": "more", "output": "x"})
+    assert r.status_code == 200, r.text
+    assert await _payload_rows(app.state.engram.engine) == [
+        ("default", eid, "c000000"),
+        ("default", eid, "c000002"),
+        ("default", eid, "doc"),
+    ]
+    assert not settings.blob_dir.exists()
+    ready = await client.get("/ready")
+    assert ready.status_code == 200, ready.text
+
+    assert (await client.delete(f"/v1/episodes/{eid}")).status_code == 204
+    assert await _payload_rows(app.state.engram.engine) == []
+
+
+async def test_a_failed_payload_write_leaves_the_row_as_it_was(
+    client: httpx.AsyncClient, app: FastAPI
+) -> None:
+    """A payload row the append cannot insert (one left by another store's archive, say)
+    fails the whole write: the episode's row keeps its step count and its steps."""
+    engine = app.state.engram.engine
+    eid = (await client.post("/v1/episodes", json={"task_id": "t", "steps": []})).json()["id"]
+    await client.post(f"/v1/episodes/{eid}/steps", json={"action": "first"})
+    before = (await client.get(f"/v1/episodes/{eid}")).json()
+    await _insert_payloads(
+        engine, [{"namespace": "default", "episode_id": eid, "part": "c000001", "data": b"[]"}]
+    )
+
+    r = await client.post(f"/v1/episodes/{eid}/steps", json={"action": "second"})
+    assert r.status_code == 409, r.text
+    assert (await client.get(f"/v1/episodes/{eid}")).json() == before
+    assert before["step_count"] == 1
+
+
+@pytest.fixture
+async def refusing(app: FastAPI) -> AsyncIterator[None]:
+    """The database refuses every new payload row (a trigger), until the test ends."""
+    engine = app.state.engram.engine
+    postgres = engine.dialect.name == "postgresql"
+    create = (
+        [
+            "CREATE FUNCTION refuse_payload() RETURNS trigger LANGUAGE plpgsql AS "
+            "$$ BEGIN RAISE EXCEPTION 'payload refused'; END $$",
+            "CREATE TRIGGER refuse_payload BEFORE INSERT ON episode_payloads "
+            "FOR EACH ROW EXECUTE FUNCTION refuse_payload()",
+        ]
+        if postgres
+        else [
+            "CREATE TRIGGER refuse_payload BEFORE INSERT ON episode_payloads "
+            "BEGIN SELECT RAISE(FAIL, 'payload refused'); END"
+        ]
+    )
+    drop = (
+        ["DROP TRIGGER refuse_payload ON episode_payloads", "DROP FUNCTION refuse_payload()"]
+        if postgres
+        else ["DROP TRIGGER refuse_payload"]
+    )
+    async with engine.begin() as conn:
+        for statement in create:
+            await conn.execute(text(statement))
+    try:
+        yield
+    finally:
+        async with engine.begin() as conn:
+            for statement in drop:
+                await conn.execute(text(statement))
+
+
+@pytest.mark.usefixtures("refusing")
+async def test_a_refused_payload_write_stores_no_episode(
+    client: httpx.AsyncClient, app: FastAPI
+) -> None:
+    r = await client.post("/v1/episodes", json=episode_body(id="refused"))
+    # The database's error as it maps it: SQLite's a constraint (409), PostgreSQL's not.
+    assert r.status_code in (409, 500), r.text
+    assert (await client.get("/v1/episodes/refused")).status_code == 404
+    assert (await client.get("/v1/episodes")).json()["items"] == []
+    assert await _payload_rows(app.state.engram.engine) == []
+
+
+async def test_a_chosen_id_does_not_read_leftover_payloads_as_steps(
+    client: httpx.AsyncClient, app: FastAPI
+) -> None:
+    await _insert_payloads(
+        app.state.engram.engine,
+        [
+            {"namespace": "default", "episode_id": "again", "part": part, "data": b"[{}]"}
+            for part in ("c000000", "c000001", "doc")
+        ],
+    )
+    r = await client.post("/v1/episodes", json=episode_body(id="again", steps=1))
+    assert r.status_code == 201, r.text
+    full = (await client.get("/v1/episodes/again")).json()
+    assert [s["action"] for s in full["steps"]] == ["step_0"]
+    assert await _payload_rows(app.state.engram.engine) == [
+        ("default", "again", "c000000"),
+        ("default", "again", "doc"),
+    ]
+
+
+async def test_orphan_payload_rows_are_swept_on_start(settings: Settings) -> None:
+    """Rows no episode points to (restored from an archive of LevelDB that held orphans)."""
+    async with running(create_app(settings)) as client:
+        kept = (await client.post("/v1/episodes", json=episode_body(steps=2))).json()["id"]
+    orphans = [
+        ("default", "ghost", "doc"),
+        ("default", "ghost", "c000000"),
+        ("default", kept, "c000002"),
+    ]
+    engine = create_engine(settings)
+    try:
+        await _insert_payloads(
+            engine,
+            [{"namespace": n, "episode_id": e, "part": p, "data": b"[]"} for n, e, p in orphans],
+        )
+    finally:
+        await engine.dispose()
+
+    app = create_app(settings)
+    async with running(app) as client:
+        engine = app.state.engram.engine
+        deadline = time.monotonic() + 10
+        while len(await _payload_rows(engine)) > 2 and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert await _payload_rows(engine) == [
+            ("default", kept, "c000000"),
+            ("default", kept, "doc"),
+        ]
+        full = (await client.get(f"/v1/episodes/{kept}")).json()
+        assert [s["seq"] for s in full["steps"]] == [0, 1]
+        assert await app.state.engram.writer.sweep() == 0
+
+
+async def test_two_services_share_one_database(settings: Settings) -> None:
+    """No payload directory to lock: a second service on the same database starts, and
+    each reads what the other wrote."""
+    first, second = create_app(settings), create_app(settings)
+    async with running(first) as one, running(second) as two:
+        a = await one.post("/v1/episodes", json={"task_id": "a", "steps": [{"action": "x"}] * 2})
+        a = a.json()["id"]
+        b = (await two.post("/v1/episodes", json=episode_body("b", steps=3))).json()["id"]
+        assert (await two.post(f"/v1/episodes/{a}/steps", json={"action": "x"})).status_code == 200
+        assert len((await one.get(f"/v1/episodes/{a}")).json()["steps"]) == 3
+        assert len((await one.get(f"/v1/episodes/{b}")).json()["steps"]) == 3
+        assert (await one.delete(f"/v1/episodes/{b}")).status_code == 204
+        assert (await two.get(f"/v1/episodes/{b}")).status_code == 404
+
+
+def test_keys_map_to_rows_and_back() -> None:
+    from app.storage.sql import _episode, _key, _part
+
+    for key in (episode_doc_key("ns.1", "e:2"), episode_chunk_key("ns", "e-3", 12)):
+        assert _key(_part(key)) == key
+    assert _episode(b"ep/") is None
+    assert _episode(b"ep/ns/e/") == ("ns", "e")
+    with pytest.raises(ValueError, match="prefix"):
+        _episode(b"ep/ns/e/doc")
