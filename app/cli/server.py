@@ -110,10 +110,13 @@ def migrate(
 def worker(
     once: Annotated[bool, typer.Option("--once", help="Run every due job, then exit")] = False,
 ) -> None:
-    """Run the background worker as its own process (set ENGRAM_LEARNING__WORKER=false
-    on the API so that it does not run one too)."""
+    """Run the background worker as its own process, without HTTP: as many as wanted on
+    one database (set ENGRAM_LEARNING__WORKER=false on the API for API-only replicas).
+    SIGTERM or SIGINT stops it; the jobs it claimed and did not finish go back to the
+    queue."""
     import signal
 
+    from app.db.backends import backend_of
     from app.db.engine import Transactions
     from app.db.migrate import migrate as run_migrate
     from app.worker.runner import Worker
@@ -126,10 +129,11 @@ def worker(
         try:
             if settings.migrate_on_start:
                 await run_migrate(engine)
-            runner = Worker(Transactions(engine), settings.learning)
+            transactions = Transactions(engine, one_writer=backend_of(engine).one_writer)
+            runner = Worker(transactions, settings.learning)
             if once:
                 return await runner.drain()
-            task = asyncio.create_task(runner.run())
+            task = asyncio.create_task(runner.run(resume=True))
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(sig, task.cancel)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, BaseModel, Field, SecretStr, field_validator
+from pydantic_core.core_schema import ValidationInfo
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 # Names that always reach the service: its own machine.
@@ -104,7 +105,11 @@ class Learning(BaseModel):
     max_attempts: int = Field(default=5, ge=1)
     keep_done_s: float = Field(default=7 * 86400, ge=0)
     retry_base_s: float = Field(default=2.0, gt=0)
+    # A claimed job is the claiming worker's for lease_s; the worker renews the lease
+    # every heartbeat_s while it holds the job (unset: a third of lease_s, so that a
+    # renewal or two may fail before the lease passes and another worker takes the job).
     lease_s: float = Field(default=60.0, gt=0)
+    heartbeat_s: float | None = Field(default=None, gt=0)
     min_support: int = Field(default=5, ge=1)
     min_baseline: int = Field(default=5, ge=1)
     # A procedure becomes a skill when the lower bound of its success rate reaches
@@ -118,6 +123,21 @@ class Learning(BaseModel):
     retire_after_uses: int = Field(default=10, ge=1)
     retire_below: float = Field(default=0.3, ge=0, le=1)
     merge_similarity: float = Field(default=0.8, gt=0, le=1)
+
+    @field_validator("heartbeat_s")
+    @classmethod
+    def _renewed_within_the_lease(cls, value: float | None, info: ValidationInfo) -> float | None:
+        lease_s = info.data.get("lease_s")
+        if value is not None and lease_s is not None and value >= lease_s:
+            raise ValueError(
+                f"the heartbeat ({value:g} s) must be shorter than the lease "
+                f"(ENGRAM_LEARNING__LEASE_S, {lease_s:g} s): a third of it, or unset"
+            )
+        return value
+
+    @property
+    def heartbeat_interval_s(self) -> float:
+        return self.heartbeat_s if self.heartbeat_s is not None else self.lease_s / 3
 
 
 class Settings(BaseSettings):

@@ -28,7 +28,10 @@ class Job(Base):
     max_attempts: Mapped[int] = mapped_column(Integer)
     run_after: Mapped[datetime] = mapped_column(UTCDateTime)
     # A running job whose lease has passed belongs to a worker that died: it is claimed again.
+    # Its worker renews the lease while it runs the job (app/worker/lease.py).
     locked_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # The worker that claimed it last ("host:pid:random"); only that worker may finish it.
+    claimed_by: Mapped[str | None] = mapped_column(String(128))
     last_error: Mapped[str | None] = mapped_column(Text)
     result: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)

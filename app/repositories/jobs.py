@@ -1,4 +1,5 @@
-"""SQL for the job queue: enqueue, claim with a lease, finish, fail, list."""
+"""SQL for the job queue: enqueue, claim under a lease owned by one worker, renew it,
+finish, fail, give back, list."""
 
 from __future__ import annotations
 
@@ -6,7 +7,19 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import ColumnElement, Table, and_, delete, func, insert, or_, select, tuple_, update
+from sqlalchemy import (
+    ColumnElement,
+    Table,
+    and_,
+    case,
+    delete,
+    func,
+    insert,
+    or_,
+    select,
+    tuple_,
+    update,
+)
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Job
@@ -14,6 +27,8 @@ from app.repositories import keyset
 
 JOBS = cast(Table, Job.__table__)
 WAITING = ("queued", "failed")
+Key = tuple[str, str]  # (namespace, id)
+Claimed = tuple[str, str, str]  # (namespace, id, kind)
 
 
 def _due(now: datetime) -> ColumnElement[bool]:
@@ -50,10 +65,10 @@ class JobRepository:
         return (await self.session.scalars(query)).first() is not None
 
     async def claim(
-        self, *, now: datetime, lease_s: float, limit: int
-    ) -> list[tuple[str, str, str]]:
-        """Take up to `limit` due jobs (and running ones whose lease has passed):
-        their (namespace, id, kind)."""
+        self, *, now: datetime, lease_s: float, limit: int, worker: str
+    ) -> list[Claimed]:
+        """Take up to `limit` due jobs (and running ones whose lease has passed) for
+        `worker`: their (namespace, id, kind)."""
         query = (
             select(Job.namespace, Job.id, Job.kind)
             .where(_due(now))
@@ -74,24 +89,117 @@ class JobRepository:
                 status="running",
                 attempts=JOBS.c.attempts + 1,
                 locked_until=now + timedelta(seconds=lease_s),
+                claimed_by=worker,
                 updated_at=now,
             )
         )
         return claimed
 
+    async def owned(self, namespace: str, ids: Sequence[str], *, worker: str) -> list[Job]:
+        """The jobs among `ids` that `worker` still holds (running, claimed by it last),
+        locked until the transaction ends (PostgreSQL: a claim skips them meanwhile, and a
+        worker that lost one to a later claim finds it is no longer its own)."""
+        found: list[Job] = []
+        for start in range(0, len(ids), 500):
+            query = (
+                select(Job)
+                .where(
+                    Job.namespace == namespace,
+                    Job.id.in_(list(ids[start : start + 500])),
+                    Job.status == "running",
+                    Job.claimed_by == worker,
+                )
+                .order_by(Job.id)
+                .with_for_update()
+            )
+            found.extend(await self.session.scalars(query))
+        return found
+
+    async def _held(self, keys: Sequence[Key], worker: str) -> list[Key]:
+        """Of `keys`, those `worker` holds, locked; rows a job's transaction has locked are
+        skipped (it is running them: no claim can take them meanwhile)."""
+        held: list[Key] = []
+        for start in range(0, len(keys), 500):
+            query = (
+                select(Job.namespace, Job.id)
+                .where(
+                    tuple_(Job.namespace, Job.id).in_(list(keys[start : start + 500])),
+                    Job.status == "running",
+                    Job.claimed_by == worker,
+                )
+                .with_for_update(skip_locked=True)
+            )
+            held.extend((ns, jid) for ns, jid in await self.session.execute(query))
+        return held
+
+    async def renew(
+        self, keys: Sequence[Key], *, worker: str, now: datetime, lease_s: float
+    ) -> int:
+        """Push back the lease of the jobs among `keys` that `worker` still holds."""
+        held = await self._held(keys, worker)
+        for start in range(0, len(held), 500):
+            await self.session.execute(
+                update(JOBS)
+                .where(tuple_(JOBS.c.namespace, JOBS.c.id).in_(held[start : start + 500]))
+                .values(locked_until=now + timedelta(seconds=lease_s))
+            )
+        return len(held)
+
+    async def give_back(self, keys: Sequence[Key], *, worker: str, now: datetime) -> int:
+        """Queue again the jobs among `keys` that `worker` holds but will not run (it is
+        stopping): due at once, their claim not counted as an attempt."""
+        held = await self._held(keys, worker)
+        for start in range(0, len(held), 500):
+            await self.session.execute(
+                update(JOBS)
+                .where(tuple_(JOBS.c.namespace, JOBS.c.id).in_(held[start : start + 500]))
+                .values(
+                    status="queued",
+                    attempts=case((JOBS.c.attempts > 0, JOBS.c.attempts - 1), else_=0),
+                    locked_until=None,
+                    claimed_by=None,
+                    run_after=now,
+                    updated_at=now,
+                )
+            )
+        return len(held)
+
+    async def running_owners(self) -> list[str | None]:
+        """The workers that hold running jobs (None: claimed before jobs had owners)."""
+        query = select(Job.claimed_by).where(Job.status == "running").distinct()
+        return list(await self.session.scalars(query))
+
+    async def release_claims(self, owners: Sequence[str | None], *, now: datetime) -> int:
+        """Queue again the running jobs of these workers (known to be gone), due at once;
+        rows a job's transaction has locked are left to it."""
+        named = [o for o in owners if o is not None]
+        owner: ColumnElement[bool] = JOBS.c.claimed_by.in_(named)
+        if None in owners:
+            owner = or_(owner, JOBS.c.claimed_by.is_(None))
+        query = (
+            select(JOBS.c.namespace, JOBS.c.id)
+            .where(JOBS.c.status == "running", owner)
+            .with_for_update(skip_locked=True)
+        )
+        keys = [(ns, jid) for ns, jid in await self.session.execute(query)]
+        for start in range(0, len(keys), 500):
+            await self.session.execute(
+                update(JOBS)
+                .where(tuple_(JOBS.c.namespace, JOBS.c.id).in_(keys[start : start + 500]))
+                .values(
+                    status="queued",
+                    locked_until=None,
+                    claimed_by=None,
+                    run_after=now,
+                    updated_at=now,
+                )
+            )
+        return len(keys)
+
     async def purge_done(self, *, before: datetime) -> int:
         """Delete finished jobs (done) older than `before`; failed and dead ones stay."""
         result = await self.session.execute(
             delete(JOBS).where(JOBS.c.status == "done", JOBS.c.finished_at < before)
-        )
-        return int(getattr(result, "rowcount", 0) or 0)
-
-    async def release_running(self, *, now: datetime) -> int:
-        """Put every running job back in the queue (their worker is known to be gone)."""
-        result = await self.session.execute(
-            update(JOBS)
-            .where(JOBS.c.status == "running")
-            .values(status="queued", locked_until=None, run_after=now, updated_at=now)
         )
         return int(getattr(result, "rowcount", 0) or 0)
 
@@ -114,15 +222,6 @@ class JobRepository:
                 result=result,
             )
         )
-
-    async def get_many(self, namespace: str, ids: Sequence[str]) -> list[Job]:
-        found: list[Job] = []
-        for start in range(0, len(ids), 500):
-            query = select(Job).where(
-                Job.namespace == namespace, Job.id.in_(list(ids[start : start + 500]))
-            )
-            found.extend(await self.session.scalars(query))
-        return found
 
     async def fail(self, job: Job, *, error: str, now: datetime, retry_base_s: float) -> None:
         """Back off exponentially; dead-letter once the attempts are used up."""

@@ -9,6 +9,7 @@ from typing import Any, cast
 from sqlalchemy import Table, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db.backends import backend_of
 from app.models import Skill, SkillEvent
 from app.repositories import keyset
 
@@ -18,6 +19,12 @@ SKILL_EVENTS = cast(Table, SkillEvent.__table__)
 class SkillRepository:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
+
+    async def lock_evolution(self, namespace: str) -> None:
+        """Wait until no other transaction evolves this namespace's skills, and keep them
+        waiting until this one ends: two evolutions at once (two workers) would each
+        create the skill the other creates. Reads that follow see the last one's skills."""
+        await backend_of(self.session).transaction_lock(self.session, f"evolve:{namespace}")
 
     async def get(self, namespace: str, skill_id: str) -> Skill | None:
         return await self.session.get(Skill, (namespace, skill_id))

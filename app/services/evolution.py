@@ -45,6 +45,7 @@ class EvolutionService(SkillRecords):
 
     async def evolve(self, namespace: str, task_types: list[str]) -> list[dict[str, Any]]:
         """One evolution pass over these task types; returns the changes made."""
+        await self.skills.lock_evolution(namespace)  # before reading anything
         now = datetime.now(UTC)
         for task_type in sorted(set(task_types)):
             await self._evolve_type(namespace, task_type, now)

@@ -42,6 +42,7 @@ def job_row(
         "max_attempts": max_attempts,
         "run_after": now,
         "locked_until": None,
+        "claimed_by": None,
         "last_error": None,
         "result": None,
         "created_at": now,

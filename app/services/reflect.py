@@ -59,6 +59,8 @@ async def run_pass(
     episode_rows = EpisodeLearningRepository(session)
     pattern_rows = PatternRepository(session)
     learning = LearningService(session, settings=settings, references=references)
+    # Evolution's lock before learning's row locks, in the order an evolution takes them.
+    await SkillRepository(session).lock_evolution(namespace)
     task_type = payload.get("task_type")
     learned = reflections = 0
     touched: set[str] = set()

@@ -1,11 +1,14 @@
 """The background worker: claims due jobs, runs them, retries with backoff.
 
-Jobs are claimed in batches under a lease; jobs of one kind and namespace run
-together in one transaction that also marks them done, so a job's effects and its
-completion commit together (a crash loses neither half alone, and a job claimed again
-after a crash finds its work not done). When a batch fails, each of its jobs runs on
-its own so that one bad job cannot hold back the others; a failing job is retried
-with exponential backoff and dead-lettered after `max_attempts`.
+Jobs are claimed in batches under a lease owned by this worker (app/worker/lease.py),
+renewed while it holds them; jobs of one kind and namespace run together in one
+transaction that first checks (and locks) that the worker still holds them and ends by
+marking them done, so a job's effects and its completion commit together (a crash loses
+neither half alone, a job claimed again after a crash finds its work not done, and a
+worker whose lease passed leaves the job to the worker that took it). When a batch
+fails, each of its jobs runs on its own so that one bad job cannot hold back the others;
+a failing job is retried with exponential backoff and dead-lettered after
+`max_attempts`. Several workers, in one process or many, may share a database.
 """
 
 from __future__ import annotations
@@ -24,8 +27,9 @@ from app.core.metrics import Metrics
 from app.db.engine import Transactions
 from app.models import Job
 from app.repositories.episode_learning import EpisodeLearningRepository
-from app.repositories.jobs import JobRepository
+from app.repositories.jobs import Claimed, JobRepository, Key
 from app.worker.handlers import HANDLERS, JobContext
+from app.worker.lease import gone, heartbeat, new_worker_id, stopped
 
 log = logging.getLogger("engram.worker")
 DEFER_CHECK_S = 0.05
@@ -48,6 +52,9 @@ class Worker:
         self.settings = settings
         # Kept between jobs for the worker's life.
         self.context = JobContext(settings)
+        self.id = new_worker_id()
+        # Jobs claimed and not yet run (or given up): the heartbeat renews their leases.
+        self._held: set[Key] = set()
         self._wake = asyncio.Event()
         self._last_pass = 0.0
         self._busy_since: float | None = None
@@ -63,31 +70,69 @@ class Worker:
         return self.transactions.read()
 
     async def recover(self) -> int:
-        """At start of the API's own worker: jobs left running were this data directory's
-        previous process (only one process serves a data directory), so resume them now
-        rather than when their lease runs out."""
+        """At start: queue again at once the running jobs of workers known to be gone
+        (lease.gone: a process of this host that no longer runs); the jobs of any other
+        worker come back when their lease passes. Every running job was queued again
+        here when only one process served a database; with several, that would take jobs
+        from workers that are running them."""
         async with self.session() as session:
-            return await JobRepository(session).release_running(now=datetime.now(UTC))
+            repo = JobRepository(session)
+            owners = [o for o in await repo.running_owners() if gone(o)]
+            return await repo.release_claims(owners, now=datetime.now(UTC)) if owners else 0
 
     async def run_once(self, *, limit: int | None = None) -> int:
         """Claim one batch of due jobs and run it; the number of jobs handled."""
         async with self.reader() as session:
             if not await JobRepository(session).any_due(now=datetime.now(UTC)):
                 return 0
+        claimed = await self.claim(limit=limit or self.batch_size)
+        await self.run_claimed(claimed)
+        return len(claimed)
+
+    async def claim(self, *, limit: int) -> list[Claimed]:
+        """Take up to `limit` due jobs: this worker's until their lease passes."""
         async with self.session() as session:
             claimed = await JobRepository(session).claim(
-                now=datetime.now(UTC),
-                lease_s=self.settings.lease_s,
-                limit=limit or self.batch_size,
+                now=datetime.now(UTC), lease_s=self.settings.lease_s, limit=limit, worker=self.id
             )
+        self._held.update((namespace, job_id) for namespace, job_id, _ in claimed)
+        return claimed
+
+    async def run_claimed(self, claimed: list[Claimed]) -> None:
+        """Run jobs this worker claimed, renewing their leases meanwhile (those it no
+        longer holds are left to the worker that took them)."""
         groups: dict[tuple[str, str], list[str]] = {}
         for namespace, job_id, kind in claimed:
             groups.setdefault((namespace, kind), []).append(job_id)
         # Learning before evolving, so that evolution sees the episodes just learned.
         order = {"episode.learn": 0, "reward.credit": 1, "reflect.pass": 2, "skills.evolve": 3}
-        for (namespace, kind), ids in sorted(groups.items(), key=lambda g: order.get(g[0][1], 9)):
-            await self._run_group(namespace, kind, ids)
-        return len(claimed)
+        async with heartbeat(self._renew, self.settings.heartbeat_interval_s):
+            for (namespace, kind), ids in sorted(
+                groups.items(), key=lambda g: order.get(g[0][1], 9)
+            ):
+                await self._run_group(namespace, kind, ids)
+                self._held.difference_update((namespace, job_id) for job_id in ids)
+
+    async def _renew(self) -> None:
+        if held := sorted(self._held):
+            async with self.session() as session:
+                await JobRepository(session).renew(
+                    held, worker=self.id, now=datetime.now(UTC), lease_s=self.settings.lease_s
+                )
+
+    async def _give_back(self) -> None:
+        """Stopping: queue again the jobs claimed and not run, for another worker now."""
+        held, self._held = sorted(self._held), set()
+        if not held:
+            return
+        try:
+            async with self.session() as session:
+                n = await JobRepository(session).give_back(
+                    held, worker=self.id, now=datetime.now(UTC)
+                )
+            log.info("jobs given back", extra={"jobs": n})
+        except Exception:
+            log.warning("jobs not given back: they return when their lease passes", exc_info=True)
 
     async def _run_group(self, namespace: str, kind: str, ids: list[str]) -> None:
         try:
@@ -106,7 +151,11 @@ class Worker:
     async def _run(self, namespace: str, kind: str, ids: list[str]) -> None:
         async with self.session() as session:
             repo = JobRepository(session)
-            jobs = [j for j in await repo.get_many(namespace, ids) if j.status == "running"]
+            jobs = await repo.owned(namespace, ids, worker=self.id)
+            if len(jobs) < len(ids):
+                # The lease passed (the heartbeat could not renew it) and another worker
+                # took them: they are its to run.
+                log.warning("jobs taken by another worker", extra={"jobs": len(ids) - len(jobs)})
             if not jobs:
                 return
             handler = HANDLERS.get(kind)
@@ -119,7 +168,8 @@ class Worker:
         log.exception("job failed", extra={"job_id": job_id}, exc_info=exc)
         async with self.session() as session:
             repo = JobRepository(session)
-            job: Job | None = await repo.get(namespace, job_id)
+            owned = await repo.owned(namespace, [job_id], worker=self.id)
+            job: Job | None = owned[0] if owned else None
             if job is not None:
                 await repo.fail(
                     job,
@@ -158,11 +208,20 @@ class Worker:
         return total
 
     async def run(self, *, resume: bool = False) -> None:
-        """Poll for jobs until cancelled; a periodic pass every pass_interval_s."""
-        if resume:
-            resumed = await self.recover()
-            if resumed:
-                log.info("resumed jobs left running", extra={"jobs": resumed})
+        """Poll for jobs until cancelled, then give back the jobs not run; a periodic pass
+        every pass_interval_s. `resume`: first take back the jobs of workers known gone."""
+        log.info("worker started", extra={"worker": self.id})
+        try:
+            if resume:
+                resumed = await self.recover()
+                if resumed:
+                    log.info("resumed jobs left running", extra={"jobs": resumed})
+            await self._poll()
+        finally:
+            await self._give_back()
+            stopped(self.id)
+
+    async def _poll(self) -> None:
         while True:
             try:
                 interval = self.settings.pass_interval_s

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import sqlalchemy as sa
+from alembic import op
+
 revision: str = "8f3b2a6c4d10"
 down_revision: str | None = "5d1e0c9a7b21"
 branch_labels: str | Sequence[str] | None = None
@@ -16,8 +19,12 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
-    pass
+    # Jobs left running by an earlier version have no owner: a worker requeues them when
+    # it starts (app/worker/lease.py), as that version did.
+    with op.batch_alter_table("jobs") as batch:
+        batch.add_column(sa.Column("claimed_by", sa.String(128), nullable=True))
 
 
 def downgrade() -> None:
-    pass
+    with op.batch_alter_table("jobs") as batch:
+        batch.drop_column("claimed_by")

@@ -46,7 +46,9 @@ async def test_work_folded_into_a_job_is_not_lost_to_a_concurrent_claim(
                 settings=Learning(),
             )
             # ... while the worker claims due jobs and reads what they ask for.
-            claimed = await JobRepository(worker).claim(now=now(), lease_s=60, limit=10)
+            claimed = await JobRepository(worker).claim(
+                now=now(), lease_s=60, limit=10, worker="w1"
+            )
             await worker.commit()
             seen = {
                 eid

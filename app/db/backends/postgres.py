@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from hashlib import blake2b
 from typing import Any, ClassVar
 
 import orjson
@@ -9,7 +10,7 @@ from sqlalchemy import Table, Text, bindparam, func, literal, text
 from sqlalchemy import cast as sql_cast
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, create_async_engine
 from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -62,3 +63,15 @@ class PostgresBackend(Backend):
     @staticmethod
     async def read_snapshot(conn: AsyncConnection) -> None:
         await conn.execute(text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY"))
+
+    @staticmethod
+    async def transaction_lock(
+        conn: AsyncSession | AsyncConnection, name: str, *, wait: bool = True
+    ) -> bool:
+        # Advisory locks are named by a 64-bit integer: a stable hash of the name.
+        key = int.from_bytes(blake2b(name.encode(), digest_size=8).digest(), "big", signed=True)
+        if wait:
+            await conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
+            return True
+        taken = await conn.execute(text("SELECT pg_try_advisory_xact_lock(:key)"), {"key": key})
+        return bool(taken.scalar())
