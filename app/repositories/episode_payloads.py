@@ -6,10 +6,25 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, cast
 
-from sqlalchemy import ColumnElement, Table, and_, bindparam, delete, insert, select, true, tuple_
+from sqlalchemy import (
+    ColumnElement,
+    Integer,
+    Table,
+    and_,
+    bindparam,
+    case,
+    delete,
+    func,
+    insert,
+    select,
+    true,
+    tuple_,
+)
+from sqlalchemy import cast as sql_cast
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from app.models import EpisodePayload
+from app.repositories.episodes import EPISODES
 
 PAYLOADS = cast(Table, EpisodePayload.__table__)
 # (namespace, episode id, part): a payload's key, its fields apart.
@@ -69,6 +84,26 @@ class EpisodePayloadRepository:
 
     async def delete(self, episode: tuple[str, str] | None) -> int:
         result: Any = await self.session.execute(delete(PAYLOADS).where(_under(episode)))
+        return int(result.rowcount)
+
+    async def delete_orphans(self) -> int:
+        """Remove the payloads no row points to: of no episode, or chunks from the
+        episode's step_count on (a restored archive of LevelDB may hold them)."""
+        kept = (
+            select(1)
+            .where(
+                EPISODES.c.namespace == PAYLOADS.c.namespace,
+                EPISODES.c.id == PAYLOADS.c.episode_id,
+                # The document's part is "doc", a chunk's "c" and its first seq.
+                case(
+                    (PAYLOADS.c.part == "doc", -1),
+                    else_=sql_cast(func.substr(PAYLOADS.c.part, 2), Integer),
+                )
+                < EPISODES.c.step_count,
+            )
+            .exists()
+        )
+        result: Any = await self.session.execute(delete(PAYLOADS).where(~kept))
         return int(result.rowcount)
 
     async def stream(self, *, batch: int) -> AsyncIterator[tuple[Part, bytes]]:

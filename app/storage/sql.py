@@ -82,7 +82,8 @@ class SQLBlobStore:
 
 
 class SQLLoad:
-    """A restore's payloads, inserted in its transaction (cleared with the tables)."""
+    """A restore's payloads, inserted in its transaction (cleared with the tables); those
+    no row points to (an archive of LevelDB may hold some) are left out."""
 
     location = "the database's episode payloads"
 
@@ -98,6 +99,7 @@ class SQLLoad:
         )
 
     async def commit(self, commit_rows: Callable[[], Awaitable[None]]) -> None:
+        await EpisodePayloadRepository(self._conn).delete_orphans()
         await commit_rows()
 
     def close(self) -> None:

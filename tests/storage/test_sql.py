@@ -3,8 +3,6 @@ their index row, so a failed write leaves neither, and read back through the sam
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -15,7 +13,6 @@ from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.config import Settings
-from app.db.backends import create_engine
 from app.main import create_app
 from app.repositories.episode_payloads import PAYLOADS
 from app.storage.blobs import episode_chunk_key, episode_doc_key
@@ -162,39 +159,6 @@ async def test_a_chosen_id_does_not_read_leftover_payloads_as_steps(
         ("default", "again", "c000000"),
         ("default", "again", "doc"),
     ]
-
-
-async def test_orphan_payload_rows_are_swept_on_start(settings: Settings) -> None:
-    """Rows no episode points to (restored from an archive of LevelDB that held orphans)."""
-    async with running(create_app(settings)) as client:
-        kept = (await client.post("/v1/episodes", json=episode_body(steps=2))).json()["id"]
-    orphans = [
-        ("default", "ghost", "doc"),
-        ("default", "ghost", "c000000"),
-        ("default", kept, "c000002"),
-    ]
-    engine = create_engine(settings)
-    try:
-        await _insert_payloads(
-            engine,
-            [{"namespace": n, "episode_id": e, "part": p, "data": b"[]"} for n, e, p in orphans],
-        )
-    finally:
-        await engine.dispose()
-
-    app = create_app(settings)
-    async with running(app) as client:
-        engine = app.state.engram.engine
-        deadline = time.monotonic() + 10
-        while len(await _payload_rows(engine)) > 2 and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
-        assert await _payload_rows(engine) == [
-            ("default", kept, "c000000"),
-            ("default", kept, "doc"),
-        ]
-        full = (await client.get(f"/v1/episodes/{kept}")).json()
-        assert [s["seq"] for s in full["steps"]] == [0, 1]
-        assert await app.state.engram.writer.sweep() == 0
 
 
 async def test_two_services_share_one_database(settings: Settings) -> None:

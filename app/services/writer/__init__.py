@@ -3,10 +3,10 @@ group commit.
 
 Concurrent requests queue commands; the writer takes whatever is queued (up to
 `max_batch`), decides each command against the stored state, writes all new
-payloads to LevelDB in one synced batch, then applies all SQL changes in one
-transaction, and only then answers the requests. One fsync pair serves many
-requests, and because a single task performs every payload write, there are no
-races between appends, deletes and the orphan sweep.
+payloads (to LevelDB in one synced batch, or as rows of the transaction) and applies
+all SQL changes in one transaction, and only then answers the requests. One fsync
+pair serves many requests, and because a single task performs every payload write,
+there are no races between appends, deletes and the orphan sweep.
 
 Like a worker job, the writer opens and commits its own sessions.
 
@@ -17,7 +17,7 @@ Like a worker job, the writer opens and commits its own sessions.
     transitions  recall logs: decided, then logged with their chain links and use counts
     write        the session path: load the state, write payloads then one transaction
     direct       the direct SQLite path for batches of new memories and recall logs
-    sweep        the orphan payload sweep
+    sweep        the orphan payload sweep (LevelDB's: payloads in SQL have no orphans)
 """
 
 from app.services.writer.commands import Replayed
