@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
@@ -51,11 +53,14 @@ class EngramServer:
         *,
         database_url: str | None = None,
         tree: Path | None = None,
+        args: Sequence[str] = (),
         **env: str,
     ) -> None:
         """`env` adds ENGRAM_* settings; the rest are the defaults an operator gets. The
-        server runs the code of `tree` (a checkout; this one by default)."""
+        server runs the code of `tree` (a checkout; this one by default), with `args` after
+        `engram serve`."""
         self.data_dir = data_dir
+        self.args = list(args)
         self.tree = tree or Path(__file__).resolve().parent.parent
         self.port = free_port()
         self.env = {
@@ -77,7 +82,7 @@ class EngramServer:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("ab") as log:  # the child keeps its own copy of the fd
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "app.cli", "serve"],
+                [sys.executable, "-m", "app.cli", "serve", *self.args],
                 env=self.env,
                 stdout=log,
                 stderr=log,
@@ -122,3 +127,58 @@ class EngramServer:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) * 1024
         return 0
+
+
+class EngramWorker:
+    """The real `engram worker` as a subprocess on the database at `database_url`."""
+
+    def __init__(self, log_path: Path, *, database_url: str, **env: str) -> None:
+        """`env` adds ENGRAM_* settings."""
+        self.log_path = log_path
+        self.env = {**os.environ, "ENGRAM_DATABASE_URL": database_url, **env}
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.id = ""
+
+    def start(self, *, timeout: float = 30.0) -> EngramWorker:
+        """Start it and wait until it runs; `id` is then its worker id."""
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("ab") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "app.cli", "worker"],
+                env=self.env,
+                stdout=log,
+                stderr=log,
+                cwd=Path(__file__).resolve().parent.parent,
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for line in self.log_path.read_text(errors="replace").splitlines():
+                if '"worker started"' in line:
+                    self.id = json.loads(line)["worker"]
+                    return self
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"engram worker exited with {self.proc.returncode}")
+            time.sleep(0.05)
+        raise RuntimeError(f"engram worker did not start: {self.log()}")
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")[-4000:]
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown hooks run, as in a crash."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+
+    def stop(self, *, timeout: float = 30.0) -> int:
+        """SIGTERM, then its exit code."""
+        if self.proc is None:
+            return 0
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode

@@ -37,11 +37,19 @@ async def _preflight(settings: Settings) -> None:
 def serve(
     host: Annotated[str | None, typer.Option(help="Bind address (ENGRAM_HOST)")] = None,
     port: Annotated[int | None, typer.Option(help="Port (ENGRAM_PORT)")] = None,
+    workers: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="API processes sharing the port (PostgreSQL, with ENGRAM_BLOB_STORE=sql)",
+        ),
+    ] = 1,
 ) -> None:
     """Apply migrations and serve the HTTP API."""
     import uvicorn
 
     from app.api.connection import protocol_with
+    from app.cli.replicas import refusal, serve_replicas
     from app.main import create_app
 
     settings = get_settings()
@@ -50,8 +58,14 @@ def serve(
     if port is not None:
         settings.port = port
     configure_logging(settings.log_level)
+    if workers > 1 and (why := asyncio.run(refusal(settings))) is not None:
+        typer.echo(f"engram: --workers {workers}: {why}", err=True)
+        raise typer.Exit(2)
     # The lifespan checks this too; checking first gives a clean message and exit code.
     asyncio.run(_preflight(settings))
+    if workers > 1:
+        serve_replicas(settings, workers)
+        return
     # The preflight has migrated (when asked to): the lifespan need not do it again.
     app = create_app(settings.model_copy(update={"migrate_on_start": False}))
     config = uvicorn.Config(
