@@ -106,12 +106,18 @@ class Worker:
             groups.setdefault((namespace, kind), []).append(job_id)
         # Learning before evolving, so that evolution sees the episodes just learned.
         order = {"episode.learn": 0, "reward.credit": 1, "reflect.pass": 2, "skills.evolve": 3}
-        async with heartbeat(self._renew, self.settings.heartbeat_interval_s):
-            for (namespace, kind), ids in sorted(
-                groups.items(), key=lambda g: order.get(g[0][1], 9)
-            ):
-                await self._run_group(namespace, kind, ids)
-                self._held.difference_update((namespace, job_id) for job_id in ids)
+        try:
+            async with heartbeat(self._renew, self.settings.heartbeat_interval_s):
+                for (namespace, kind), ids in sorted(
+                    groups.items(), key=lambda g: order.get(g[0][1], 9)
+                ):
+                    await self._run_group(namespace, kind, ids)
+                    self._held.difference_update((namespace, job_id) for job_id in ids)
+        except Exception:
+            # Not even recorded as failed (the database went away): their lease runs out.
+            # (Cancelled, the worker is stopping and gives them back.)
+            self._held.difference_update((namespace, job_id) for namespace, job_id, _ in claimed)
+            raise
 
     async def _renew(self) -> None:
         if held := sorted(self._held):
