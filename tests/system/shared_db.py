@@ -175,5 +175,21 @@ async def wait_held(engine: AsyncEngine, worker_id: str, *, timeout: float = 60.
     raise AssertionError(f"worker {worker_id} did not stop at the held table")
 
 
+async def running_of(engine: AsyncEngine, worker_id: str) -> list[str]:
+    """The ids of the jobs the worker holds."""
+    async with engine.connect() as conn:
+        query = select(Job.id).where(Job.status == "running", Job.claimed_by == worker_id)
+        return list(await conn.scalars(query))
+
+
+async def wait_claimed(engine: AsyncEngine, worker_id: str, *, timeout: float = 30.0) -> None:
+    """Wait until the worker holds jobs."""
+    deadline = time.monotonic() + timeout
+    while not await running_of(engine, worker_id):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"worker {worker_id} claimed nothing")
+        await asyncio.sleep(0.01)
+
+
 def logs(*paths: Path) -> str:
     return "\n".join(p.read_text(errors="replace")[-3000:] for p in paths if p.exists())
