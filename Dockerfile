@@ -14,7 +14,15 @@ WORKDIR /src
 COPY pyproject.toml README.md alembic.ini constraints.txt ./
 COPY app ./app
 COPY migrations ./migrations
-RUN python -m venv /opt/engram && /opt/engram/bin/pip install -c constraints.txt .
+# libsql-experimental (the libsql extra: libSQL/Turso databases) publishes Linux wheels for
+# x86_64 only: the amd64 image has it, the arm64 image does not (a libsql:// URL there
+# stops at start-up, naming the extra). TARGETARCH is BuildKit's; the classic builder
+# leaves it empty, and the build stage's own architecture is the target's.
+ARG TARGETARCH
+RUN arch="${TARGETARCH:-$(dpkg --print-architecture)}" \
+    && if [ "$arch" = amd64 ]; then extras="[libsql]"; else extras=""; fi \
+    && python -m venv /opt/engram \
+    && /opt/engram/bin/pip install -c constraints.txt ".$extras"
 # The runtime stage installs Debian's LevelDB only if plyvel was compiled against it (a
 # wheel carries its own copy).
 RUN if ldd /opt/engram/lib/python3.11/site-packages/plyvel/_plyvel*.so \
