@@ -1,5 +1,6 @@
 """Fixtures: a real SQLite file (or the PostgreSQL or libSQL server in
-ENGRAM_TEST_DATABASE_URL) and a real LevelDB directory per test, the app run through its lifespan, an httpx client."""
+ENGRAM_TEST_DATABASE_URL) and a real LevelDB directory per test, the app run through its
+lifespan, an httpx client."""
 
 from __future__ import annotations
 
@@ -126,7 +127,7 @@ def make_key(app: FastAPI) -> Callable[..., Any]:
     """Create an API key in the running app's database; returns the plaintext."""
 
     async def _make(namespace: str, role: str = "agent", max_sensitivity: str = "high") -> str:
-        async with app.state.engram.transactions.write_sessions() as session:
+        async with app.state.engram.transactions.write() as session:
             _, plaintext = await create_key(
                 session,
                 namespace=namespace,

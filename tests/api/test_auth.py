@@ -98,7 +98,7 @@ async def test_revoked_key_is_refused(
     client: httpx.AsyncClient, app: FastAPI, make_key: Callable[..., Any]
 ) -> None:
     keep, drop = await make_key("ns", "admin"), await make_key("ns")
-    async with app.state.engram.transactions.write_sessions() as session:
+    async with app.state.engram.transactions.write() as session:
         await session.execute(
             text("UPDATE api_keys SET revoked_at = created_at WHERE key_hash != :h"),
             {"h": hash_key(keep)},

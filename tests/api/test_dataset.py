@@ -164,7 +164,7 @@ async def test_ndjson_lines_match_parquet_rows_for_new_and_older_transitions(
     async with running(app) as client:
         await make_logs(client, n=10, tasks=2, chained=True)
         copied = (await client.get("/v1/rl/dataset")).text
-        async with app.state.engram.transactions.write_sessions() as session:
+        async with app.state.engram.transactions.write() as session:
             await session.execute(
                 update(TRANSITIONS)
                 .where(TRANSITIONS.c.id.in_(select(TRANSITIONS.c.id).limit(4)))
@@ -174,7 +174,7 @@ async def test_ndjson_lines_match_parquet_rows_for_new_and_older_transitions(
         mixed = (await client.get("/v1/rl/dataset")).text
         r = await client.get("/v1/rl/dataset", params={"format": "parquet"})
         table = pq.read_table(io.BytesIO(r.content)).to_pylist()
-        async with app.state.engram.transactions.write_sessions() as session:
+        async with app.state.engram.transactions.write() as session:
             await session.execute(update(TRANSITIONS).values(**UNSTORED))
             await session.commit()
         rebuilt = (await client.get("/v1/rl/dataset")).text

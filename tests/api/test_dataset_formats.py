@@ -33,7 +33,7 @@ async def test_every_format_gives_the_declared_columns_in_order(
 ) -> None:
     await make_logs(client, n=5, tasks=2, chained=True)
     # Two transitions without their stored parts: the NDJSON line is rebuilt for them.
-    async with app.state.engram.transactions.write_sessions() as session:
+    async with app.state.engram.transactions.write() as session:
         ids = select(TRANSITIONS.c.id).order_by(TRANSITIONS.c.id).limit(2)
         await session.execute(
             update(TRANSITIONS).where(TRANSITIONS.c.id.in_(ids)).values(**UNSTORED)

@@ -140,7 +140,7 @@ async def test_recalls_before_the_reward_form_one_episode(client: httpx.AsyncCli
 
 
 async def _complete(app: FastAPI, *ids: str) -> None:
-    async with app.state.engram.transactions.write_sessions() as session:
+    async with app.state.engram.transactions.write() as session:
         done = await TransitionRepository(session).complete(
             NS, list(ids), reward_id="r1", reward=1.0, now=NOW
         )
@@ -190,7 +190,7 @@ async def test_a_reward_committed_while_a_recall_waits_keeps_its_row_final(
     a new episode (the status is tested by the UPDATE, not read before it)."""
     writer = _writer(app)
     await _log(writer, _transition("t0", "task-1"), selected=[])
-    async with app.state.engram.transactions.write_sessions() as session:
+    async with app.state.engram.transactions.write() as session:
         await TransitionRepository(session).complete(
             NS, ["t0"], reward_id="r1", reward=1.0, now=NOW
         )

@@ -33,7 +33,7 @@ STEPS = ["open", "search", "edit", "test"]
 
 
 async def _key(app: FastAPI, namespace: str, role: Role) -> str:
-    async with app.state.engram.transactions.write_sessions() as session:
+    async with app.state.engram.transactions.write() as session:
         _, key = await create_key(session, namespace=namespace, role=role, name=None)
         await session.commit()
     return key

@@ -187,7 +187,7 @@ async def test_learning_twice_and_crediting_twice_change_nothing(
     await drain(app)
     before = (await client.get("/v1/patterns", params={"kind": "action"})).json()["items"]
     state = app.state.engram
-    async with state.transactions.write_sessions() as session:
+    async with state.transactions.write() as session:
         again = await LearningService(session, settings=state.settings.learning).learn(
             "default", ids
         )
@@ -199,7 +199,7 @@ async def test_learning_twice_and_crediting_twice_change_nothing(
     await drain(app)
     credited = (await client.get("/v1/patterns", params={"kind": "action"})).json()["items"]
     assert credited[0]["mean_reward"] > before[0]["mean_reward"]
-    async with state.transactions.write_sessions() as session:
+    async with state.transactions.write() as session:
         result = await CreditService(session).credit("default", ids)
         await session.commit()
     assert result["credited"] == 0
@@ -262,7 +262,7 @@ async def test_failing_jobs_back_off_then_dead_letter(settings: Settings) -> Non
     async with running(app) as client:
         state = app.state.engram
         runner = worker(app)
-        async with state.transactions.write_sessions() as session:
+        async with state.transactions.write() as session:
             row = job_row(
                 "default",
                 "skills.evolve",
@@ -293,7 +293,7 @@ async def test_a_restart_resumes_jobs_left_running(settings: Settings) -> None:
     async with running(app) as client:
         ep = await episode(client, "crash")
         state = app.state.engram
-        async with state.transactions.write_sessions() as session:
+        async with state.transactions.write() as session:
             # What a crash in the middle of the job leaves behind.
             job = (await session.scalars(select(Job))).one()
             job.status = "running"
@@ -358,7 +358,7 @@ async def test_a_long_pass_runs_in_short_transactions(
 
     for i in range(5, 10):
         await episode(client, f"p{i}", task_type="batch")
-    async with app.state.engram.transactions.write_sessions() as session:
+    async with app.state.engram.transactions.write() as session:
         # As for episodes stored before learning existed: only a pass finds them.
         await session.execute(Job.__table__.delete().where(Job.kind == "episode.learn"))
         await session.commit()
@@ -371,7 +371,13 @@ async def test_a_long_pass_runs_in_short_transactions(
     assert jobs[-1]["result"]["continued"] is True
 
 
-async def test_two_workers_learn_each_episode_once(app: FastAPI, client: httpx.AsyncClient) -> None:
+async def test_two_workers_learn_each_episode_once(
+    app: FastAPI, client: httpx.AsyncClient, backend: str
+) -> None:
+    if backend == "libsql":
+        # The libSQL binding holds the GIL while the server makes a writer wait, so two
+        # writers of one process would wait on each other until sqld times one out.
+        pytest.skip("two writers of one process on libSQL (processes: tests/system)")
     for i in range(40):
         await episode(client, f"c{i}", task_type="pair")
     state = app.state.engram

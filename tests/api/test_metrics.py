@@ -129,7 +129,7 @@ async def test_a_failed_job_counts_a_failure_and_a_dead_letter(settings: Setting
     app = create_app(settings)
     async with running(app) as client:
         state = app.state.engram
-        async with state.transactions.write_sessions() as session:
+        async with state.transactions.write() as session:
             row = job_row(
                 "default",
                 "skills.evolve",
@@ -210,7 +210,7 @@ async def test_the_metrics_token_opens_metrics_only(settings: Settings) -> None:
     settings.metrics_token = SecretStr("scrape-token-of-the-operator")
     app = create_app(settings)
     async with running(app) as client:
-        async with app.state.engram.transactions.write_sessions() as session:
+        async with app.state.engram.transactions.write() as session:
             from app.services.auth import Role, create_key
 
             await create_key(session, namespace="ns", role=Role.AGENT, name=None)

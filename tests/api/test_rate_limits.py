@@ -31,7 +31,7 @@ async def test_a_key_over_its_rate_gets_429_with_retry_after(
     client, app = limited
     from app.services.auth import Role, create_key
 
-    async with app.state.engram.transactions.write_sessions() as session:
+    async with app.state.engram.transactions.write() as session:
         _, first = await create_key(session, namespace="a", role=Role.AGENT, name=None)
         _, second = await create_key(session, namespace="a", role=Role.AGENT, name=None)
         await session.commit()
@@ -60,7 +60,7 @@ async def test_wrong_keys_from_one_address_become_429(
     client, app = limited
     from app.services.auth import Role, create_key
 
-    async with app.state.engram.transactions.write_sessions() as session:
+    async with app.state.engram.transactions.write() as session:
         _, good = await create_key(session, namespace="a", role=Role.AGENT, name=None)
         await session.commit()
     wrong = [

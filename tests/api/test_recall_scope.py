@@ -82,7 +82,7 @@ def rows() -> list[dict[str, Any]]:
 
 
 async def load(app: FastAPI, memories: list[dict[str, Any]]) -> None:
-    async with app.state.engram.transactions.write_sessions() as session:
+    async with app.state.engram.transactions.write() as session:
         await MemoryRepository(session).insert_many(memories)
         await session.commit()
 
@@ -93,8 +93,8 @@ async def engram(
 ) -> AsyncIterator[tuple[FastAPI, httpx.AsyncClient]]:
     """The app with its default search (the in-memory index on SQLite, tsvector on
     PostgreSQL), or with FTS5's query (SQLite without the index)."""
-    if request.param == "fts5" and backend != "sqlite":
-        pytest.skip("FTS5 is SQLite's")
+    if request.param == "fts5" and backend == "postgresql":
+        pytest.skip("FTS5 is SQLite's and libSQL's")
     recall = settings.recall.model_copy(update={"search_index": request.param == "default"})
     app = create_app(settings.model_copy(update={"recall": recall}))
     async with running(app) as client:

@@ -63,7 +63,7 @@ async def skill(app: FastAPI, name: str, task_type: str, actions: list[str], **e
         "retired_at": None,
     }
     row = Skill(**(fields | extra))
-    async with app.state.engram.transactions.write_sessions() as session:
+    async with app.state.engram.transactions.write() as session:
         session.add(row)
         await session.commit()
     return row.id

@@ -132,7 +132,7 @@ async def test_sqlite_locked_by_another_process_is_503_and_recovers(
 
 
 async def test_postgres_table_lock_is_503_within_the_lock_timeout(settings: Settings) -> None:
-    if settings.database_url.startswith("sqlite"):
+    if not settings.database_url.startswith("postgresql"):
         pytest.skip("PostgreSQL's lock_timeout")
     local = settings.model_copy(update={"db_lock_timeout_ms": 300})
     app = create_app(local)

@@ -18,7 +18,7 @@ from app.services.restore import verify
 from app.storage.blobs import episode_doc_key, episode_prefix, parse_episode_key
 from app.storage.snapshot import open_exclusive
 from tests.cli.test_commands import engram
-from tests.conftest import DB_URL, reset_database, auth
+from tests.conftest import DB_URL, auth, reset_database
 from tests.server import EngramServer
 from tests.services.test_backup import _payloads, _rows
 

@@ -249,8 +249,8 @@ SERVE = ("serve", "--port", "0")
     ("url", "says", "commands"),
     [
         (
-            "libsql://engram-example.turso.io",
-            "libSQL/Turso is not supported yet",
+            "libsql://127.0.0.1:9?tls=0",
+            "libSQL server unreachable",
             [SERVE, ("worker",)],
         ),
         ("sqlite:///engram.db", "use sqlite+aiosqlite:///engram.db", [SERVE, ("migrate",)]),

@@ -89,7 +89,9 @@ async def test_full_text_index_merges_sixteen_segments_at_a_time(
     settings: Settings, backend: str
 ) -> None:
     if backend != "sqlite":
-        return  # PostgreSQL's index is a GIN over a tsvector column
+        # PostgreSQL's index is a GIN over a tsvector column; a libSQL server's database
+        # is migrated by the fixture before the test can stop it at an older revision.
+        return
     engine = create_engine(settings)
     try:
         await migrate(engine, revision="9d41b7c2e8a5")

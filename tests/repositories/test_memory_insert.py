@@ -44,7 +44,7 @@ async def _stored(app: FastAPI, *ids: str) -> list[dict[str, Any]]:
 
 
 async def test_insert_many_stores_what_sqlalchemy_stores(app: FastAPI) -> None:
-    async with app.state.engram.transactions.write_sessions() as session:
+    async with app.state.engram.transactions.write() as session:
         await MemoryRepository(session).insert(_row("a-orm"))
         await MemoryRepository(session).insert_many(
             [_row("b-batch"), _row("c-batch", last_used_at=datetime(2026, 5, 1, tzinfo=UTC))]
@@ -60,10 +60,10 @@ async def test_insert_many_stores_what_sqlalchemy_stores(app: FastAPI) -> None:
 
 
 async def test_insert_many_of_a_taken_id_is_an_integrity_error(app: FastAPI) -> None:
-    async with app.state.engram.transactions.write_sessions() as session:
+    async with app.state.engram.transactions.write() as session:
         await MemoryRepository(session).insert_many([_row("taken")])
         await session.commit()
-    async with app.state.engram.transactions.write_sessions() as session:
+    async with app.state.engram.transactions.write() as session:
         with pytest.raises(IntegrityError):
             await MemoryRepository(session).insert_many([_row("free"), _row("taken")])
         await session.rollback()
@@ -77,12 +77,12 @@ async def test_insert_many_past_one_statement_indexes_every_row(
     all in the full-text index, in order; a taken id in a later statement fails them all."""
     monkeypatch.setattr("app.db.rows.MULTI_ROWS", 4)
     ids = [f"r{i:02d}" for i in range(10)]
-    async with app.state.engram.transactions.write_sessions() as session:
+    async with app.state.engram.transactions.write() as session:
         await MemoryRepository(session).insert_many(
             [_row(i, content=f"lantern{i} shared") for i in ids]
         )
         await session.commit()
-    async with app.state.engram.transactions.write_sessions() as session:
+    async with app.state.engram.transactions.write() as session:
         with pytest.raises(IntegrityError):
             await MemoryRepository(session).insert_many(
                 [_row(f"s{i}") for i in range(7)] + [_row("r03")]

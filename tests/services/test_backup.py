@@ -20,7 +20,7 @@ from app.services.ids import uuid7
 from app.services.restore import Contents, RestoreRefused, restore, verify
 from app.storage.snapshot import LevelDBSnapshot, StoreInUse, open_exclusive
 from app.worker.runner import Worker
-from tests.conftest import DB_URL, reset_database, auth, episode_body, running
+from tests.conftest import DB_URL, auth, episode_body, reset_database, running
 
 ACTIONS = ["git.clone", "pip.install", "pytest.run", "deploy.push"]
 
@@ -39,7 +39,7 @@ def _settings(tmp: Path, url: str | None = None) -> Settings:
 async def _key(app: Any, namespace: str, role: str) -> str:
     from app.services.auth import Role, create_key
 
-    async with app.state.engram.transactions.write_sessions() as session:
+    async with app.state.engram.transactions.write() as session:
         _, plaintext = await create_key(session, namespace=namespace, role=Role(role), name=role)
         await session.commit()
     return plaintext
@@ -94,7 +94,7 @@ async def _skill(app: Any) -> None:
     now = datetime.now(UTC)
     skill_id = uuid7()
     trigger = {"task_type": "deploy", "context": {}, "keywords": ["ship"]}
-    async with app.state.engram.transactions.write_sessions() as session:
+    async with app.state.engram.transactions.write() as session:
         session.add(
             Skill(
                 namespace="default",

@@ -17,7 +17,7 @@ from app.main import create_app
 from app.services import backup
 from app.services.backup_format import HEADER, MANIFEST, ArchiveError, ArchiveWriter, members
 from app.services.restore import check_compatible, restore, verify
-from tests.conftest import DB_URL, reset_database, auth, episode_body, running
+from tests.conftest import DB_URL, auth, episode_body, reset_database, running
 from tests.services.test_backup import _fresh, _key, _payloads, _restore, _rows, _settings
 
 

@@ -94,7 +94,7 @@ async def check_connection(engine: AsyncEngine) -> None:
         where = engine.url.render_as_string(hide_password=True)
         check = (
             "check ENGRAM_DATABASE_URL (a file in a directory this user may write)"
-            if backend_of(engine).one_writer
+            if backend_of(engine).name == SQLiteBackend.name
             else "check ENGRAM_DATABASE_URL and that the server is running and reachable"
         )
         raise DatabaseUnreachable(

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 import orjson
 from sqlalchemy import event
 from sqlalchemy.dialects import registry
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from app.core.config import Settings
@@ -130,8 +130,10 @@ class LibSQLBackend(SQLiteBackend):
             replica = settings.database_replica.expanduser()
             replica.parent.mkdir(parents=True, exist_ok=True)
             args.update(database=str(replica), sync_url=server)
+        where = make_url(server)
         engine = create_async_engine(
-            "sqlite+libsql://",
+            # The server's address, for messages; the connection is made from `args`.
+            URL.create("sqlite+libsql", host=where.host, port=where.port),
             connect_args=args,
             json_serializer=json_text,
             json_deserializer=orjson.loads,

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
+import time
 from collections.abc import Iterable, Sequence
 from datetime import date, datetime
 from typing import Any
@@ -43,6 +44,8 @@ LIBSQL.check()
 
 _CODE = re.compile(r'code: "([A-Z_]+)"')
 _MESSAGE = re.compile(r'message: "((?:[^"\\]|\\.)*)"')
+_API_ERROR = re.compile(r'"error":"((?:[^"\\]|\\.)*)"')
+_HTTP_ERROR = re.compile(r"http error: `(.*?)`*$")
 
 
 def _error(exc: Exception) -> sqlite3.Error:
@@ -50,15 +53,21 @@ def _error(exc: Exception) -> sqlite3.Error:
     text = str(exc)
     code = _CODE.search(text)
     message = _MESSAGE.search(text)
-    said = message.group(1).replace('\\"', '"') if message else text
     kind = code.group(1) if code else ""
+    said = message.group(1).replace('\\"', '"') if message else text.strip("`").strip()
     if kind.startswith("SQLITE_CONSTRAINT") or "constraint failed" in said:
         error: sqlite3.Error = sqlite3.IntegrityError(said)
-    elif kind in ("SQL_INPUT_ERROR", "SQLITE_UNKNOWN", "SQLITE_ERROR") or "no such" in said:
-        error = sqlite3.OperationalError(said)
-    elif code is None and "Hrana" not in text:
-        # Not the server's answer: a connection refused, a timeout, a reset.
-        error = sqlite3.OperationalError(f"libSQL server unreachable: {said}")
+    elif "status=401" in text or "status=403" in text:
+        reason = _API_ERROR.search(text)
+        error = sqlite3.OperationalError(
+            "the libSQL server refused the credentials (ENGRAM_DATABASE_AUTH_TOKEN): "
+            + (reason.group(1) if reason else "unauthorized").replace("`", "")
+        )
+    elif "http error" in text or "Connection refused" in text:
+        reason = _HTTP_ERROR.search(text)
+        error = sqlite3.OperationalError(
+            f"libSQL server unreachable: {(reason.group(1) if reason else text).strip('`')}"
+        )
     else:
         error = sqlite3.OperationalError(said)
     if kind:
@@ -66,29 +75,37 @@ def _error(exc: Exception) -> sqlite3.Error:
     return error
 
 
+RETRY_PAUSES_S = (0.0, 0.005, 0.02, 0.1)
+
+
 def _params(parameters: Any) -> tuple[Any, ...]:
     """Parameters as libSQL takes them: a tuple, with dates as text the way sqlite3's
-    default adapters write them (libSQL refuses date objects)."""
+    default adapters write them, and buffers as bytes (libSQL refuses both)."""
     if parameters is None:
         return ()
     values = tuple(parameters)
-    if any(isinstance(v, date) for v in values):
-        return tuple(
-            v.isoformat(" ")
-            if isinstance(v, datetime)
-            else v.isoformat()
-            if isinstance(v, date)
-            else v
-            for v in values
-        )
+    if any(isinstance(v, _ADAPTED) for v in values):
+        return tuple(_adapt(v) if isinstance(v, _ADAPTED) else v for v in values)
     return values
+
+
+_ADAPTED = (date, memoryview, bytearray)
+
+
+def _adapt(value: date | memoryview | bytearray) -> str | bytes:
+    if isinstance(value, datetime):
+        return value.isoformat(" ")
+    if isinstance(value, date):
+        return value.isoformat()
+    return bytes(value)
 
 
 class _Cursor:
     """sqlite3.Cursor's surface over a libsql-experimental cursor."""
 
-    def __init__(self, cursor: Any) -> None:
-        self._cursor = cursor
+    def __init__(self, conn: _Connection) -> None:
+        self._conn = conn
+        self._cursor = conn.raw.cursor()
         self.arraysize = 1
 
     @property
@@ -104,11 +121,26 @@ class _Cursor:
         return self._cursor.lastrowid  # type: ignore[no-any-return]
 
     def execute(self, operation: str, parameters: Any = None) -> _Cursor:
-        try:
-            self._cursor.execute(operation, _params(parameters))
-        except ValueError as exc:
-            raise _error(exc) from exc
-        return self
+        values = _params(parameters)
+        for pause in (*RETRY_PAUSES_S, None):
+            try:
+                self._cursor.execute(operation, values)
+                self._conn.began(operation)
+                return self
+            except ValueError as exc:
+                # sqld answers "SQLite error: interrupted" now and then when a statement
+                # follows another on the same connection (4 to 6 in 100 such pairs in a
+                # loop here), and within a transaction the connection keeps answering it.
+                # Outside a transaction, or in a read transaction (begun again: its
+                # snapshot moves forward, nothing was written), the statement runs again;
+                # in a write transaction the error stands, and the caller's transaction
+                # is retried or fails whole.
+                if pause is None or "interrupted" not in str(exc) or self._conn.writing:
+                    raise _error(exc) from exc
+                time.sleep(pause)
+                self._conn.restart_read()
+                self._cursor = self._conn.raw.cursor()
+        raise AssertionError("unreachable")
 
     def executemany(self, operation: str, seq_of_parameters: Iterable[Any]) -> _Cursor:
         try:
@@ -134,19 +166,37 @@ class _Connection:
     """sqlite3.Connection's surface over a libsql-experimental connection."""
 
     def __init__(self, conn: Any, *, replica: bool) -> None:
-        self._conn = conn
+        self.raw = conn
         self._replica = replica
+        # The open transaction began with BEGIN IMMEDIATE (a writer's) or BEGIN (a reader's).
+        self.writing = False
+        self._reading = False
 
     @property
     def in_transaction(self) -> bool:
-        return bool(self._conn.in_transaction)
+        return bool(self.raw.in_transaction)
 
     @property
     def isolation_level(self) -> str | None:
-        return self._conn.isolation_level  # type: ignore[no-any-return]
+        return self.raw.isolation_level  # type: ignore[no-any-return]
+
+    def began(self, operation: str) -> None:
+        statement = operation.strip().upper()
+        if statement.startswith("BEGIN"):
+            self.writing = "IMMEDIATE" in statement or "EXCLUSIVE" in statement
+            self._reading = not self.writing
+        elif statement in ("COMMIT", "ROLLBACK", "END"):
+            self.writing = self._reading = False
+
+    def restart_read(self) -> None:
+        """End the read transaction, if one is open, and begin another."""
+        if self._reading:
+            self.rollback()
+            self.raw.cursor().execute("BEGIN", ())
+            self._reading = True
 
     def cursor(self) -> _Cursor:
-        return _Cursor(self._conn.cursor())
+        return _Cursor(self)
 
     def execute(self, operation: str, parameters: Any = None) -> _Cursor:
         return self.cursor().execute(operation, parameters)
@@ -155,28 +205,30 @@ class _Connection:
         return self.cursor().executemany(operation, seq_of_parameters)
 
     def commit(self) -> None:
-        wrote = self._conn.in_transaction
+        wrote = self.raw.in_transaction and self.writing
+        self.writing = self._reading = False
         try:
-            self._conn.commit()
+            self.raw.commit()
             if wrote and self._replica:
-                self._conn.sync()
+                self.raw.sync()
         except ValueError as exc:
             raise _error(exc) from exc
 
     def rollback(self) -> None:
+        self.writing = self._reading = False
         try:
-            self._conn.rollback()
+            self.raw.rollback()
         except ValueError as exc:
             raise _error(exc) from exc
 
     def sync(self) -> None:
         try:
-            self._conn.sync()
+            self.raw.sync()
         except ValueError as exc:
             raise _error(exc) from exc
 
     def close(self) -> None:
-        self._conn.close()
+        self.raw.close()
 
 
 def connect(database: str, *, sync_url: str | None, auth_token: str) -> _Connection:
@@ -223,6 +275,15 @@ class LibSQLDialect(SQLiteDialect_aiosqlite):
     def create_connect_args(self, url: URL) -> tuple[Sequence[Any], dict[str, Any]]:
         # Everything comes in the engine's connect_args (the backend builds them).
         return [], {}
+
+    def is_disconnect(self, e: Exception, connection: Any, cursor: Any) -> bool:
+        # The server is gone, or ended the transaction itself (it times out a writer
+        # that keeps others waiting): the connection's state is unknown, so it is dropped.
+        text = str(e)
+        return any(
+            sign in text
+            for sign in ("unreachable", "Transaction timed out", "within a transaction")
+        ) or super().is_disconnect(e, connection, cursor)  # type: ignore[arg-type]
 
     def on_connect(self) -> None:  # type: ignore[override]
         # pysqlite's registers a REGEXP function; libSQL's connection has no create_function.

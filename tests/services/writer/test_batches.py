@@ -126,7 +126,7 @@ async def test_recall_logs_store_what_the_session_path_stores(app: FastAPI, back
     )
     assert writer.batches - before == 1
     # The same through SQLAlchemy's statements.
-    async with app.state.engram.transactions.write_sessions() as session:
+    async with app.state.engram.transactions.write() as session:
         await TransitionRepository(session).insert_many([_transition("s1", "task-9")])
         await MemoryUsageRepository(session).mark_used(NS, ["c"], now=NOW + timedelta(1))
         await session.commit()
@@ -141,8 +141,8 @@ async def test_recall_logs_store_what_the_session_path_stores(app: FastAPI, back
 async def test_new_memories_and_recall_logs_are_one_hand_off(
     app: FastAPI, backend: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if backend != "sqlite":
-        pytest.skip("SQLite's driver adapter")
+    if backend == "postgresql":
+        pytest.skip("the SQLite driver adapter's (SQLite and libSQL)")
     # Every connection the pool may hand out is opened first: a new connection's setup
     # (functions, pragmas) would otherwise run in the writer's batch whenever the worker
     # happened to hold the idle ones (8 runs in 10 on a loaded machine).

@@ -20,7 +20,7 @@ async def test_a_deleted_episodes_leftover_chunks_stay_out_of_its_successor(
     assert (await client.post("/v1/episodes/reused/steps", json=more)).status_code == 200
     # A crash after the delete committed and before the payload went leaves the old
     # chunks behind until the sweep reaches them; an episode may take the id meanwhile.
-    async with app.state.engram.transactions.write_sessions() as session:
+    async with app.state.engram.transactions.write() as session:
         await session.execute(delete(Episode).where(Episode.id == "reused"))
         await session.commit()
     r = await client.post("/v1/episodes", json=episode_body(steps=8) | {"id": "reused"})
