@@ -17,4 +17,5 @@ class EpisodePayload(Base):
     # The payload key's last field (app/storage/blobs.py): "doc", or "c" and the first
     # seq of the chunk's steps in six digits.
     part: Mapped[str] = mapped_column(String(16), primary_key=True)
+    # The payload compressed with zlib (app/storage/sql.py).
     data: Mapped[bytes] = mapped_column(LargeBinary)

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from typing import Any, cast
 
 from sqlalchemy import (
@@ -106,12 +106,12 @@ class EpisodePayloadRepository:
         result: Any = await self.session.execute(delete(PAYLOADS).where(~kept))
         return int(result.rowcount)
 
-    async def stream(self, *, batch: int) -> AsyncIterator[tuple[Part, bytes]]:
-        """Every payload in key order, through a cursor."""
+    async def stream(self, *, batch: int) -> AsyncGenerator[list[tuple[Part, bytes]]]:
+        """Every payload in key order, through a cursor, `batch` at a time."""
         stmt = select(*_ORDER, PAYLOADS.c.data).order_by(*_ORDER)
         result = await self.session.stream(stmt.execution_options(yield_per=batch))
         try:
-            async for ns, eid, part, data in result:
-                yield (ns, eid, part), data
+            async for rows in result.partitions(batch):
+                yield [((ns, eid, part), data) for ns, eid, part, data in rows]
         finally:
             await result.close()

@@ -3,6 +3,7 @@ restores into SQL and one made with SQL restores into LevelDB, record for record
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 from typing import Any
 
@@ -74,9 +75,16 @@ async def test_archives_cross_between_leveldb_and_sql(settings: Settings, tmp_pa
             r = await client.post(f"/v1/episodes/{open_}/steps", json={"action": f"a{n}"})
             assert r.status_code == 200, r.text
         assert (await client.delete(f"/v1/episodes/{ids.pop()}")).status_code == 204
+        # Payloads of more than one archive member (about 1 MB each).
+        rng = random.Random(5)
+        for i in range(8):
+            steps = [{"action": "dump", "output": rng.randbytes(7500).hex()} for _ in range(10)]
+            r = await client.post("/v1/episodes", json={"task_id": f"big{i}", "steps": steps})
+            assert r.status_code == 201, r.text
+            ids.append(r.json()["id"])
     ids.append(open_)
     before = await _episodes(settings, ids)
-    assert [len(e["steps"]) for e in before.values()] == [1, 2, 3, 3]
+    assert [len(e["steps"]) for e in before.values()] == [1, 2, 3] + [10] * 8 + [3]
     # What a crash between a payload write and its commit leaves in LevelDB, not yet swept.
     orphans = {
         (episode_doc_key("default", "ghost"), b"{}"),
@@ -90,13 +98,14 @@ async def test_archives_cross_between_leveldb_and_sql(settings: Settings, tmp_pa
 
     from_leveldb = tmp_path / "leveldb.tar.gz"
     await _backup(settings, from_leveldb)
-    assert verify(from_leveldb).payloads == 13
+    assert verify(from_leveldb).payloads == 29
+    assert verify(from_leveldb).payload_bytes > 1_200_000
     sql = settings.model_copy(update={"blob_store": "sql"})
     await restore(from_leveldb, verify(from_leveldb), sql, force=True)
     assert await _episodes(sql, ids) == before
-    # Four documents and six chunks (three episodes' steps, three appends), now rows;
-    # the orphans are left out (in SQL no sweep would find them).
-    assert await _payload_rows(sql) == 10
+    # Twelve documents and fourteen chunks (eleven episodes' steps, three appends), now
+    # rows; the orphans are left out (in SQL no sweep would find them).
+    assert await _payload_rows(sql) == 26
 
     # Into a store that holds payload rows, only with --force.
     with pytest.raises(RestoreRefused, match="not empty"):

@@ -3,6 +3,7 @@ their index row, so a failed write leaves neither, and read back through the sam
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -52,8 +53,11 @@ async def _payload_rows(engine: AsyncEngine) -> list[tuple[str, str, str]]:
 
 
 async def _insert_payloads(engine: AsyncEngine, rows: list[dict[str, Any]]) -> None:
+    """Payload rows as the store writes them (compressed), behind its back."""
     async with engine.begin() as conn:
-        await conn.execute(PAYLOADS.insert(), rows)
+        await conn.execute(
+            PAYLOADS.insert(), [{**row, "data": zlib.compress(row["data"])} for row in rows]
+        )
 
 
 async def test_payloads_are_rows_and_no_leveldb_is_opened(
@@ -141,16 +145,11 @@ async def test_a_refused_payload_write_stores_no_episode(
     assert await _payload_rows(app.state.engram.engine) == []
 
 
-async def test_a_chosen_id_does_not_read_leftover_payloads_as_steps(
+async def test_a_chosen_id_deleted_then_used_again_has_only_its_own_steps(
     client: httpx.AsyncClient, app: FastAPI
 ) -> None:
-    await _insert_payloads(
-        app.state.engram.engine,
-        [
-            {"namespace": "default", "episode_id": "again", "part": part, "data": b"[{}]"}
-            for part in ("c000000", "c000001", "doc")
-        ],
-    )
+    assert (await client.post("/v1/episodes", json=episode_body(id="again"))).status_code == 201
+    assert (await client.delete("/v1/episodes/again")).status_code == 204
     r = await client.post("/v1/episodes", json=episode_body(id="again", steps=1))
     assert r.status_code == 201, r.text
     full = (await client.get("/v1/episodes/again")).json()

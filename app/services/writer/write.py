@@ -52,9 +52,11 @@ async def write(
     if batch.puts:
         # A chosen id may be one whose payload a crash left behind (deleted row, payload
         # not yet swept): those chunks go in the same batch, or they would read as steps.
+        # (A transactional store's payloads go with their rows: it has no such leftovers.)
+        reused = [] if blobs.transactional else batch.reused
         stale = [
             key
-            for ns, eid in batch.reused
+            for ns, eid in reused
             for key in await blobs.scan_keys(episode_prefix(ns, eid), session=session)
         ]
         # Synced before the rows that point to it, or written with them.
