@@ -24,7 +24,7 @@ import orjson
 from sqlalchemy import event
 from sqlalchemy.dialects import registry
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from app.core.config import Settings
 from app.core.metrics import Metrics
@@ -126,14 +126,20 @@ class LibSQLBackend(SQLiteBackend):
             "sync_url": None,
             "auth_token": token.get_secret_value() if token is not None else "",
         }
+        replica = settings.database_replica is not None
         if settings.database_replica is not None:
-            replica = settings.database_replica.expanduser()
-            replica.parent.mkdir(parents=True, exist_ok=True)
-            args.update(database=str(replica), sync_url=server)
+            path = settings.database_replica.expanduser()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            args.update(database=str(path), sync_url=server)
         where = make_url(server)
         engine = create_async_engine(
             # The server's address, for messages; the connection is made from `args`.
-            URL.create("sqlite+libsql", host=where.host, port=where.port),
+            URL.create(
+                "sqlite+libsql",
+                host=where.host,
+                port=where.port,
+                query={"replica": "1"} if replica else {},
+            ),
             connect_args=args,
             json_serializer=json_text,
             json_deserializer=orjson.loads,
@@ -143,11 +149,23 @@ class LibSQLBackend(SQLiteBackend):
 
         @event.listens_for(engine.sync_engine, "begin")
         def _on_begin(conn: Any) -> None:
-            # As on SQLite: writers take the lock up front, readers never block.
-            mode = conn.get_execution_options().get(WRITE_OPTION, False)
-            conn.exec_driver_sql("BEGIN IMMEDIATE" if mode else "BEGIN")
+            # As on SQLite: writers take the lock up front, readers never block. An
+            # embedded replica sends every explicit transaction to the server (it might
+            # write), so there readers run without one, each statement on the local file
+            # as it is then; a backup's snapshot begins one (`read_snapshot`).
+            if conn.get_execution_options().get(WRITE_OPTION, False):
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
+            elif not replica:
+                conn.exec_driver_sql("BEGIN")
 
         return engine
+
+    @staticmethod
+    async def read_snapshot(conn: AsyncConnection) -> None:
+        # Where readers begin no transaction (an embedded replica), the snapshot's is begun
+        # here; elsewhere the read transaction already is one.
+        if conn.engine.url.query.get("replica"):
+            await conn.exec_driver_sql("BEGIN")
 
     @property
     def database_file(self) -> str | None:

@@ -131,23 +131,28 @@ async def test_serve_on_turso_names_with_a_token(
 
 
 @pytest.fixture
-async def apps(primary: sqld.Sqld, tmp_path: Path) -> AsyncIterator[tuple[object, object]]:
-    """Two services on one server: one reaches it directly, one through an embedded replica."""
+async def apps(primary: sqld.Sqld, tmp_path: Path) -> AsyncIterator[tuple[str, object]]:
+    """Two services on one server: one (a process of its own: two services' writers in one
+    process would wait on each other, see README) reaches it directly, one in this process
+    through an embedded replica."""
     from app.main import create_app
 
-    common = {"database_url": primary.url, "log_requests": False, "sweep_interval_s": 0}
-    direct = create_app(Settings(blob_dir=tmp_path / "direct", **common))  # type: ignore[arg-type]
+    direct = EngramServer(tmp_path / "direct", database_url=primary.url).start()
     replica = create_app(
         Settings(
+            database_url=primary.url,
+            log_requests=False,
+            sweep_interval_s=0,
             blob_dir=tmp_path / "replica-blobs",
             database_replica=tmp_path / "replica" / "engram.db",
             database_sync_interval_s=0.1,
-            **common,  # type: ignore[arg-type]
         )
     )
-    async with direct.router.lifespan_context(direct):
+    try:
         async with replica.router.lifespan_context(replica):
-            yield direct, replica
+            yield direct.url, replica
+    finally:
+        direct.stop()
 
 
 def _client(app: object) -> httpx.AsyncClient:
@@ -156,10 +161,10 @@ def _client(app: object) -> httpx.AsyncClient:
 
 
 async def test_the_embedded_replica_reads_locally_and_writes_to_the_server(
-    apps: tuple[object, object], tmp_path: Path
+    apps: tuple[str, object], primary: sqld.Sqld, tmp_path: Path
 ) -> None:
     direct, replica = apps
-    async with _client(direct) as d, _client(replica) as r:
+    async with httpx.AsyncClient(base_url=direct) as d, _client(replica) as r:
         # A write through the replica goes to the server: the other service reads it at once,
         # and the replica reads its own write.
         made = await r.post("/v1/memories", json={"type": "fact", "content": "replicas sync"})
@@ -176,6 +181,11 @@ async def test_the_embedded_replica_reads_locally_and_writes_to_the_server(
             await asyncio.sleep(0.05)
         hits = (await r.post("/v1/memories/search", json={"query": "pulled"})).json()["hits"]
         assert [h["memory"]["id"] for h in hits] == [other_id]
+        # Reads are the replica's own: they answer with the server gone.
+        primary.stop()
+        assert (await r.get(f"/v1/memories/{memory_id}")).status_code == 200
+        hits = (await r.post("/v1/memories/search", json={"query": "replicas"})).json()["hits"]
+        assert [h["memory"]["id"] for h in hits] == [memory_id]
     # The replica is a local SQLite file holding the rows.
     assert (tmp_path / "replica" / "engram.db").stat().st_size > 0
     syncs = replica.state.engram.checkpointer.syncs  # type: ignore[attr-defined]
