@@ -28,6 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 
 from app.core.config import Settings
 from app.core.metrics import Metrics
+from app.db.backends import sqlite_driver
 from app.db.backends.base import json_text
 from app.db.backends.sqlite import SQLiteBackend
 from app.db.engine import WRITE_OPTION
@@ -57,14 +58,14 @@ def server_url(database_url: str) -> str:
 
 
 class ReplicaSync:
-    """Syncs the embedded replica from the server every interval, in a thread of its own
-    (the binding blocks while it waits for the server)."""
+    """Syncs the embedded replica from the server every interval, through the engine's one
+    connection (the binding's replica connections each pull frames into the file: two of
+    them corrupted it under load here, so a process keeps one)."""
 
-    def __init__(self, replica: str, server: str, token: str, *, interval_s: float) -> None:
-        self.replica, self.server, self.token = replica, server, token
+    def __init__(self, engine: AsyncEngine, *, interval_s: float) -> None:
+        self.engine = engine
         self.interval_s = interval_s
         self._task: asyncio.Task[None] | None = None
-        self._conn: Any = None
         self.syncs = 0
 
     def start(self) -> None:
@@ -75,21 +76,14 @@ class ReplicaSync:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        if self._conn is not None:
-            await asyncio.to_thread(self._conn.close)
 
     async def sync(self) -> None:
-        await asyncio.to_thread(self._sync)
-
-    def _sync(self) -> None:
-        from app.db.backends import libsql_driver
-
-        if self._conn is None:
-            self._conn = libsql_driver.connect(
-                self.replica, sync_url=self.server, auth_token=self.token
-            )
-        else:
-            self._conn.sync()
+        async with self.engine.connect() as conn:
+            adapter = (await conn.get_raw_connection()).dbapi_connection
+            assert isinstance(adapter, sqlite_driver.Connection)
+            # In the connection's own thread, like its statements.
+            connection = adapter._connection
+            await connection._execute(connection._conn.sync)
         self.syncs += 1
 
     async def _run(self) -> None:
@@ -143,7 +137,8 @@ class LibSQLBackend(SQLiteBackend):
             connect_args=args,
             json_serializer=json_text,
             json_deserializer=orjson.loads,
-            pool_size=settings.db_pool_size,
+            # An embedded replica: one connection per process (see ReplicaSync).
+            pool_size=1 if replica else settings.db_pool_size,
             max_overflow=0,
         )
 
@@ -176,10 +171,4 @@ class LibSQLBackend(SQLiteBackend):
         interval = settings.database_sync_interval_s
         if settings.database_replica is None or not interval:
             return None
-        token = settings.database_auth_token
-        return ReplicaSync(
-            str(settings.database_replica.expanduser()),
-            server_url(settings.database_url),
-            token.get_secret_value() if token is not None else "",
-            interval_s=interval,
-        )
+        return ReplicaSync(self.engine, interval_s=interval)
