@@ -17,21 +17,30 @@ from app.core.logging import configure_logging
 async def _preflight(settings: Settings) -> None:
     """Check the stores, migrate (when configured) and apply the protected-mode check
     before binding."""
+    from app.core.errors import StartupRefused
     from app.db.engine import Transactions
     from app.db.migrate import migrate as run_migrate
     from app.services.auth import Authenticator
-    from app.storage import open_blob_store
+    from app.storage import misplaced_payloads, open_blob_store
 
     # One process per payload store: a second `engram serve` on the same directory stops
     # here (StoreInUse) instead of failing inside the server's start-up.
-    open_blob_store(settings).close()
-    engine = await open_database(settings)
+    blobs = open_blob_store(settings)
     try:
-        if settings.migrate_on_start:
-            await run_migrate(engine)
-        await Authenticator(settings, Transactions(engine)).startup(warn=False)
+        engine = await open_database(settings)
+        try:
+            if settings.migrate_on_start:
+                await run_migrate(engine)
+            transactions = Transactions(engine)
+            async with transactions.read() as session:
+                why = await misplaced_payloads(settings, blobs, session)
+            if why is not None:
+                raise StartupRefused(why)
+            await Authenticator(settings, transactions).startup(warn=False)
+        finally:
+            await engine.dispose()
     finally:
-        await engine.dispose()
+        blobs.close()
 
 
 def serve(

@@ -55,6 +55,10 @@ class EpisodeRepository:
             delete(EPISODES).where(EPISODES.c.namespace == ns, EPISODES.c.id == eid)
         )
 
+    async def any(self) -> bool:
+        """Whether any namespace has an episode."""
+        return (await self.session.execute(select(EPISODES.c.id).limit(1))).first() is not None
+
     async def step_counts(self, keys: Sequence[Key]) -> dict[Key, int]:
         """step_count of each (namespace, id) that has a row."""
         counts: dict[Key, int] = {}

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from sqlalchemy.ext.asyncio import AsyncSession
+
 from app.core.config import Settings
-from app.storage.blobs import BlobStore
+from app.storage.blobs import EPISODE_PREFIX, BlobStore
 
 
 def open_blob_store(settings: Settings) -> BlobStore:
@@ -18,4 +20,22 @@ def open_blob_store(settings: Settings) -> BlobStore:
     return LevelDBBlobStore(settings.blob_dir)
 
 
-__all__ = ["BlobStore", "open_blob_store"]
+async def misplaced_payloads(
+    settings: Settings, blobs: BlobStore, session: AsyncSession
+) -> str | None:
+    """Why the store cannot serve the stored episodes, if it holds none of their payloads
+    (ENGRAM_BLOB_STORE changed without moving them): every episode has a payload."""
+    from app.repositories.episodes import EpisodeRepository
+
+    if not await EpisodeRepository(session).any():
+        return None
+    if await blobs.scan_keys(EPISODE_PREFIX, session=session, limit=1):
+        return None
+    return (
+        f"episodes are stored, but the payload store ENGRAM_BLOB_STORE={settings.blob_store} "
+        "names holds none of their payloads: set it back to the store that holds them, or "
+        "move them (engram backup with that store, then engram restore --force with this one)"
+    )
+
+
+__all__ = ["BlobStore", "misplaced_payloads", "open_blob_store"]
