@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -20,6 +21,7 @@ from app.storage.blobs import episode_chunk_key, episode_doc_key
 from tests import test_restart
 from tests.api import test_episodes
 from tests.conftest import episode_body, running
+from tests.server import EngramServer
 
 # The episode API's tests and the restart's, run again with the payloads in SQL.
 test_whole_episode_round_trip = test_episodes.test_whole_episode_round_trip
@@ -52,10 +54,10 @@ async def _payload_rows(engine: AsyncEngine) -> list[tuple[str, str, str]]:
         return [(ns, eid, part) for ns, eid, part in rows]
 
 
-async def _insert_payloads(engine: AsyncEngine, rows: list[dict[str, Any]]) -> None:
+async def _insert_payloads(app: FastAPI, rows: list[dict[str, Any]]) -> None:
     """Payload rows as the store writes them (compressed), behind its back."""
-    async with engine.begin() as conn:
-        await conn.execute(
+    async with app.state.engram.transactions.write() as session:
+        await session.execute(
             PAYLOADS.insert(), [{**row, "data": zlib.compress(row["data"])} for row in rows]
         )
 
@@ -85,12 +87,11 @@ async def test_a_failed_payload_write_leaves_the_row_as_it_was(
 ) -> None:
     """A payload row the append cannot insert (one left by another store's archive, say)
     fails the whole write: the episode's row keeps its step count and its steps."""
-    engine = app.state.engram.engine
     eid = (await client.post("/v1/episodes", json={"task_id": "t", "steps": []})).json()["id"]
     await client.post(f"/v1/episodes/{eid}/steps", json={"action": "first"})
     before = (await client.get(f"/v1/episodes/{eid}")).json()
     await _insert_payloads(
-        engine, [{"namespace": "default", "episode_id": eid, "part": "c000001", "data": b"[]"}]
+        app, [{"namespace": "default", "episode_id": eid, "part": "c000001", "data": b"[]"}]
     )
 
     r = await client.post(f"/v1/episodes/{eid}/steps", json={"action": "second"})
@@ -122,15 +123,17 @@ async def refusing(app: FastAPI) -> AsyncIterator[None]:
         if postgres
         else ["DROP TRIGGER refuse_payload"]
     )
-    async with engine.begin() as conn:
+    # The app's write transactions: on libSQL two writers of one process would wait on
+    # each other.
+    async with app.state.engram.transactions.write() as session:
         for statement in create:
-            await conn.execute(text(statement))
+            await session.execute(text(statement))
     try:
         yield
     finally:
-        async with engine.begin() as conn:
+        async with app.state.engram.transactions.write() as session:
             for statement in drop:
-                await conn.execute(text(statement))
+                await session.execute(text(statement))
 
 
 @pytest.mark.usefixtures("refusing")
@@ -160,19 +163,30 @@ async def test_a_chosen_id_deleted_then_used_again_has_only_its_own_steps(
     ]
 
 
-async def test_two_services_share_one_database(settings: Settings) -> None:
-    """No payload directory to lock: a second service on the same database starts, and
-    each reads what the other wrote."""
-    first, second = create_app(settings), create_app(settings)
-    async with running(first) as one, running(second) as two:
-        a = await one.post("/v1/episodes", json={"task_id": "a", "steps": [{"action": "x"}] * 2})
-        a = a.json()["id"]
-        b = (await two.post("/v1/episodes", json=episode_body("b", steps=3))).json()["id"]
-        assert (await two.post(f"/v1/episodes/{a}/steps", json={"action": "x"})).status_code == 200
-        assert len((await one.get(f"/v1/episodes/{a}")).json()["steps"]) == 3
-        assert len((await one.get(f"/v1/episodes/{b}")).json()["steps"]) == 3
-        assert (await one.delete(f"/v1/episodes/{b}")).status_code == 204
-        assert (await two.get(f"/v1/episodes/{b}")).status_code == 404
+async def test_two_services_share_one_database(settings: Settings, tmp_path: Path) -> None:
+    """No payload directory to lock: a second service (a process of its own) on the same
+    database starts, and each reads what the other wrote."""
+    other = EngramServer(
+        tmp_path / "other",
+        database_url=settings.database_url,
+        ENGRAM_BLOB_STORE="sql",
+        ENGRAM_LOG_REQUESTS="false",
+    )
+    async with running(create_app(settings)) as one:
+        other.start()
+        try:
+            async with httpx.AsyncClient(base_url=other.url, timeout=10) as two:
+                body = {"task_id": "a", "steps": [{"action": "x"}] * 2}
+                a = (await one.post("/v1/episodes", json=body)).json()["id"]
+                b = (await two.post("/v1/episodes", json=episode_body("b", steps=3))).json()["id"]
+                r = await two.post(f"/v1/episodes/{a}/steps", json={"action": "x"})
+                assert r.status_code == 200, r.text
+                assert len((await one.get(f"/v1/episodes/{a}")).json()["steps"]) == 3
+                assert len((await one.get(f"/v1/episodes/{b}")).json()["steps"]) == 3
+                assert (await one.delete(f"/v1/episodes/{b}")).status_code == 204
+                assert (await two.get(f"/v1/episodes/{b}")).status_code == 404
+        finally:
+            other.stop()
 
 
 def test_keys_map_to_rows_and_back() -> None:
