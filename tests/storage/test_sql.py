@@ -85,8 +85,8 @@ async def test_payloads_are_rows_and_no_leveldb_is_opened(
 async def test_a_failed_payload_write_leaves_the_row_as_it_was(
     client: httpx.AsyncClient, app: FastAPI
 ) -> None:
-    """A payload row the append cannot insert (one left by another store's archive, say)
-    fails the whole write: the episode's row keeps its step count and its steps."""
+    """A payload row the append cannot insert (written behind the store's back) fails the
+    whole write: the episode's row keeps its step count and its steps."""
     eid = (await client.post("/v1/episodes", json={"task_id": "t", "steps": []})).json()["id"]
     await client.post(f"/v1/episodes/{eid}/steps", json={"action": "first"})
     before = (await client.get(f"/v1/episodes/{eid}")).json()
