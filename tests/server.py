@@ -46,7 +46,36 @@ def free_port() -> int:
         return port
 
 
-class EngramServer:
+class _Process:
+    """An engram subprocess writing to `log_path`: its log's tail, a crash, a stop."""
+
+    log_path: Path
+    proc: subprocess.Popen[bytes] | None
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")[-4000:]
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown hooks run, as in a crash."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+
+    def stop(self, *, timeout: float = 30.0) -> int:
+        """SIGTERM, then its exit code."""
+        if self.proc is None:
+            return 0
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+
+class EngramServer(_Process):
     def __init__(
         self,
         data_dir: Path,
@@ -100,27 +129,6 @@ class EngramServer:
             time.sleep(0.05)
         raise RuntimeError(f"engram did not start: {self.log()}")
 
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")[-4000:]
-
-    def kill(self) -> None:
-        """SIGKILL: no shutdown hooks run, as in a crash."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait()
-
-    def stop(self) -> int:
-        if self.proc is None:
-            return 0
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode
-
     def rss_bytes(self) -> int:
         assert self.proc is not None
         for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
@@ -129,7 +137,7 @@ class EngramServer:
         return 0
 
 
-class EngramWorker:
+class EngramWorker(_Process):
     """The real `engram worker` as a subprocess on the database at `database_url`."""
 
     def __init__(self, log_path: Path, *, database_url: str, **env: str) -> None:
@@ -160,25 +168,3 @@ class EngramWorker:
                 raise RuntimeError(f"engram worker exited with {self.proc.returncode}")
             time.sleep(0.05)
         raise RuntimeError(f"engram worker did not start: {self.log()}")
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")[-4000:]
-
-    def kill(self) -> None:
-        """SIGKILL: no shutdown hooks run, as in a crash."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait()
-
-    def stop(self, *, timeout: float = 30.0) -> int:
-        """SIGTERM, then its exit code."""
-        if self.proc is None:
-            return 0
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode
