@@ -30,6 +30,7 @@ from app.api.openapi import install_openapi
 from app.api.routes import admin, backup, episodes, health, learning, memories, recall, rl
 from app.core.config import Settings, get_settings
 from app.core.metrics import Metrics
+from app.core.tasks import cancel_and_wait
 from app.db.backends import open_backend
 from app.db.migrate import migrate
 from app.search import open_search
@@ -139,9 +140,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 yield
             finally:
                 for task in background:
-                    task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await task
+                    await cancel_and_wait(task)
                 await writer.stop()
                 if checkpointer is not None:
                     await checkpointer.stop()

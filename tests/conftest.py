@@ -27,6 +27,16 @@ DB_KIND = kind_for(Settings(database_url=DB_URL)).name if DB_URL else "sqlite"
 ON_POSTGRES = DB_KIND == "postgresql"
 
 
+# The deep system runs (tests/system, `-m slow`) take minutes each by design.
+SLOW_TIMEOUT_S = 1800
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT_S))
+
+
 def thread_calls(monkeypatch: pytest.MonkeyPatch, *, task: str | None = None) -> list[str]:
     """The functions run in aiosqlite's connection threads from now on, by name (only
     those asked for by the asyncio task named `task`, if given)."""

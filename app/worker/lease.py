@@ -14,6 +14,8 @@ import secrets
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 
+from app.core.tasks import cancel_and_wait
+
 log = logging.getLogger("engram.worker")
 
 HOST = socket.gethostname()
@@ -82,6 +84,4 @@ async def heartbeat(
     try:
         yield
     finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await cancel_and_wait(task)

@@ -19,7 +19,6 @@ after which the log restarts: once every SAFETY_PAGES instead of every 1,000 pag
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import sqlite3
 import time
@@ -27,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from app.core.metrics import Metrics
+from app.core.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -71,9 +71,7 @@ class Checkpointer:
     async def stop(self) -> None:
         """Stop the loop (a checkpoint in progress finishes first) and close."""
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait(self._task)
             self._task = None
         await asyncio.get_running_loop().run_in_executor(self._executor, self._close)
         self._executor.shutdown(wait=True)

@@ -16,7 +16,6 @@ a local file), and one write transaction at a time across every process (sqld's 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from typing import Any, ClassVar
 
@@ -28,6 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 
 from app.core.config import Settings
 from app.core.metrics import Metrics
+from app.core.tasks import cancel_and_wait
 from app.db.backends import sqlite_driver
 from app.db.backends.base import json_text
 from app.db.backends.sqlite import SQLiteBackend
@@ -73,9 +73,7 @@ class ReplicaSync:
 
     async def stop(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait(self._task)
 
     async def sync(self) -> None:
         async with self.engine.connect() as conn:
