@@ -1,0 +1,175 @@
+"""What every tool shares: the caller of the HTTP request that carried the call, its role
+check, the service's errors as tool errors, and tools whose arguments are a request schema."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
+from mcp_types import ToolAnnotations
+from pydantic import BaseModel, ValidationError, create_model
+from starlette.requests import Request
+
+from app.api.deps import AppState, client_address, write_session
+from app.core.errors import AppError, Forbidden
+from app.services import audit
+from app.services.auth import Principal, Role
+
+M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
+Ctx = Context[Any, Any]
+# Where the /mcp endpoint leaves the authenticated caller, in the request's scope state.
+PRINCIPAL = "engram_principal"
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """The app's state and the principal of the HTTP request that carried the call."""
+
+    state: AppState
+    principal: Principal
+
+    @property
+    def namespace(self) -> str:
+        return self.principal.namespace
+
+
+def _request(ctx: Ctx) -> Request:
+    request = ctx.request_context.request
+    if not isinstance(request, Request):
+        raise ToolError("this tool is served over HTTP only")
+    return request
+
+
+async def caller(ctx: Ctx, role: Role, *, tool: str) -> Caller:
+    """The caller, if its key has `role`; a denial is audited as over HTTP, then refused."""
+    request = _request(ctx)
+    state: AppState = request.app.state.engram
+    principal: Principal = request.scope["state"][PRINCIPAL]
+    try:
+        principal.require(role)
+    except Forbidden as exc:
+        # As the HTTP routes do: the call fails, its record stays (a transaction of its own).
+        async with write_session(state) as session:
+            await audit.record(
+                session,
+                action="request.denied",
+                namespace=principal.namespace,
+                actor=principal,
+                target=f"mcp tool {tool}",
+                outcome="denied",
+                client=client_address(request),
+                reason=exc.message,
+            )
+        raise ToolError(f"Forbidden: {exc.message}") from exc
+    return Caller(state, principal)
+
+
+def describe(exc: AppError) -> str:
+    """An error as the HTTP API would answer it, in one line a model can act on."""
+    body = exc.body()
+    text = f"{body['error']} ({exc.status_code}): {body['detail']}"
+    errors = body.get("errors") or []
+    if len(errors) > 1:
+        text += "; " + "; ".join(f"{e['field']}: {e['message']}" for e in errors[1:])
+    return text
+
+
+def invalid(exc: ValidationError) -> str:
+    """Pydantic's errors as `field: reason`, the shape of the HTTP API's 422."""
+    parts = []
+    for error in exc.errors():
+        field = ""
+        for part in error["loc"]:
+            field += f"[{part}]" if isinstance(part, int) else f".{part}" if field else str(part)
+        parts.append(f"{field or 'arguments'}: {error['msg']}")
+    return "ValidationError (422): " + "; ".join(parts)
+
+
+async def answer(call: Awaitable[T]) -> T:
+    """The service's result; its errors (404, 409, 422...) become tool errors."""
+    try:
+        return await call
+    except AppError as exc:
+        raise ToolError(describe(exc)) from exc
+    except ValidationError as exc:
+        raise ToolError(invalid(exc)) from exc
+
+
+def dumped(result: BaseModel) -> dict[str, Any]:
+    return result.model_dump(mode="json")
+
+
+class _Unparsed(FuncMetadata):
+    """Hands the tool its arguments as sent: it validates them itself, so that a refusal
+    names each field and its reason as the HTTP API's 422 does."""
+
+    def validate_arguments(self, arguments_to_validate: dict[str, Any]) -> dict[str, Any]:
+        return {"sent": self.pre_parse_json(arguments_to_validate)}
+
+
+def schema_tool(
+    *,
+    name: str,
+    body: type[M],
+    run: Callable[[Ctx, M, dict[str, Any]], Awaitable[Any]],
+    description: str,
+    extra: dict[str, Any] | None = None,
+    read_only: bool = False,
+) -> Tool:
+    """The tool `name`, whose arguments are the fields of the request schema `body` (plus
+    `extra`, handed to `run` apart), validated by it exactly as the HTTP route's body is."""
+    extra = extra or {}
+    # The schema's fields, validators and config, with what MCPServer needs of arguments.
+    arguments: type[ArgModelBase] = create_model(
+        f"{name}_arguments",
+        __base__=(body, ArgModelBase),  # type: ignore[arg-type]
+        **extra,
+    )
+
+    async def call(ctx: Ctx, sent: dict[str, Any]) -> Any:
+        try:
+            checked = arguments.model_validate(sent)
+            data = body.model_validate({k: v for k, v in sent.items() if k not in extra})
+        except ValidationError as exc:
+            raise ToolError(invalid(exc)) from exc
+        return await answer(run(ctx, data, {key: getattr(checked, key) for key in extra}))
+
+    return Tool(
+        fn=call,
+        name=name,
+        description=description,
+        parameters=arguments.model_json_schema(by_alias=True),
+        fn_metadata=_Unparsed(arg_model=arguments),
+        is_async=True,
+        context_kwarg="ctx",
+        annotations=ToolAnnotations(read_only_hint=read_only),
+    )
+
+
+def function_tool(fn: Callable[..., Awaitable[Any]], *, read_only: bool = False) -> Tool:
+    """The tool of `fn` (its name, docstring and annotated parameters), whose refusals of
+    arguments name each field as `schema_tool`'s do."""
+    plain = Tool.from_function(fn)
+    arguments = plain.fn_metadata.arg_model
+
+    async def call(ctx: Ctx, sent: dict[str, Any]) -> Any:
+        try:
+            checked = arguments.model_validate(sent)
+        except ValidationError as exc:
+            raise ToolError(invalid(exc)) from exc
+        return await answer(fn(ctx, **checked.model_dump_one_level()))
+
+    return plain.model_copy(
+        update={
+            "fn": call,
+            "fn_metadata": _Unparsed(arg_model=arguments),
+            "context_kwarg": "ctx",
+            "annotations": ToolAnnotations(read_only_hint=read_only),
+        }
+    )
