@@ -28,7 +28,6 @@ from app.api.middleware import (
 )
 from app.api.openapi import install_openapi
 from app.api.routes import admin, backup, episodes, health, learning, memories, recall, rl
-from app.api.routes import hooks as hook_routes
 from app.core.config import Settings, get_settings
 from app.core.metrics import Metrics
 from app.core.tasks import cancel_and_wait
@@ -40,7 +39,6 @@ from app.services.auth import Authenticator
 from app.services.episodes import EpisodeService
 from app.services.writer import EpisodeWriter
 from app.storage import BlobStore, open_blob_store
-from app.ui import install_ui
 from app.worker.runner import Worker
 
 log = logging.getLogger("engram")
@@ -198,7 +196,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(recall.router)
     app.include_router(memories.router)
     app.include_router(episodes.router)
-    app.include_router(hook_routes.router)
     app.include_router(rl.router)
     app.include_router(learning.router)
     app.include_router(admin.router)
@@ -206,7 +203,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # The MCP server (streamable HTTP), behind the same middleware as the routes above.
     app.router.routes.append(mcp.route)
     install_docs(app)
-    install_ui(app)
     if metrics is not None:
         # Last: every other request is routed without trying this path first.
         app.state.job_depth = JobDepth(metrics, ttl_s=settings.metrics_cache_s)
