@@ -28,6 +28,7 @@ from app.api.middleware import (
 )
 from app.api.openapi import install_openapi
 from app.api.routes import admin, backup, episodes, health, learning, memories, recall, rl
+from app.api.routes import hooks as hook_routes
 from app.core.config import Settings, get_settings
 from app.core.metrics import Metrics
 from app.core.tasks import cancel_and_wait
@@ -196,6 +197,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(recall.router)
     app.include_router(memories.router)
     app.include_router(episodes.router)
+    app.include_router(hook_routes.router)
     app.include_router(rl.router)
     app.include_router(learning.router)
     app.include_router(admin.router)

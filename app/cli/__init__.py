@@ -9,11 +9,13 @@ from typing import Annotated, Any
 
 import typer
 
+from app.cli.hook import hook_cli
 from app.cli.keys import keys_cli
 from app.cli.server import migrate, serve, worker
 
 cli = typer.Typer(help="Engram: self-learning episodic memory for AI agents.", no_args_is_help=True)
 cli.add_typer(keys_cli, name="keys")
+cli.add_typer(hook_cli, name="hook")
 cli.command()(serve)
 cli.command()(migrate)
 cli.command()(worker)

@@ -33,6 +33,7 @@ _OUTCOME_WORDS = {
     "partial": "partially succeeded",
     "failure": "failed",
     "abstained": "abstained",
+    "unknown": "ended, outcome unknown",
 }
 
 

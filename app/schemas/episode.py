@@ -39,6 +39,9 @@ class Outcome(StrEnum):
     PARTIAL = "partial"
     FAILURE = "failure"
     ABSTAINED = "abstained"
+    # Ended without anyone saying how it went (a Claude Code session, say); a later reward
+    # with `task_success` tells learning.
+    UNKNOWN = "unknown"
 
 
 class EpisodeStatus(StrEnum):

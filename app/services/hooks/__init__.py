@@ -1,0 +1,1 @@
+"""Agents' lifecycle hooks (Claude Code's) turned into recalls, steps and episodes."""

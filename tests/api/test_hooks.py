@@ -1,0 +1,297 @@
+"""POST /v1/hooks/claude-code: Claude Code's lifecycle events as recalls, steps and episodes,
+over real HTTP to `engram serve` (the recall deadline, in-process)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from app.schemas.hooks import ClaudeCodeHookEvent
+from app.services.hooks import claude_code
+from app.services.hooks.claude_code import ClaudeCodeHooks
+from app.services.recall_requests import RecallRequests
+from tests import hook_payloads as payloads
+from tests.conftest import auth
+from tests.server import EngramServer
+
+OPERATOR = "egk_hooks-test-operator-key-0123456789abcdefgh"
+HOOK = "/v1/hooks/claude-code"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngramServer]:
+    srv = EngramServer(
+        tmp_path_factory.mktemp("hooks"),
+        ENGRAM_BOOTSTRAP_KEY=OPERATOR,
+        ENGRAM_LOG_REQUESTS="false",
+        ENGRAM_RATE_LIMIT__PER_SECOND="0",
+    ).start()
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+def _key(server: EngramServer, namespace: str, role: str = "agent") -> str:
+    r = httpx.post(
+        f"{server.url}/v1/keys",
+        json={"namespace": namespace, "role": role},
+        headers=auth(OPERATOR),
+    )
+    assert r.status_code == 201, r.text
+    key: str = r.json()["key"]
+    return key
+
+
+@pytest.fixture
+def agent(server: EngramServer) -> Iterator[httpx.Client]:
+    """A client with an agent key of a namespace of its own."""
+    namespace = f"hooks-{uuid.uuid4().hex[:12]}"
+    key = _key(server, namespace)
+    with httpx.Client(base_url=server.url, headers=auth(key), timeout=30) as client:
+        yield client
+
+
+def _session() -> str:
+    return str(uuid.uuid4())
+
+
+def _episodes(client: httpx.Client, session_id: str) -> list[dict[str, Any]]:
+    r = client.get("/v1/episodes", params={"task_id": f"claude-code:{session_id}"})
+    assert r.status_code == 200, r.text
+    items: list[dict[str, Any]] = r.json()["items"]
+    return list(reversed(items))  # oldest first
+
+
+def test_a_session_recalls_records_and_completes(agent: httpx.Client) -> None:
+    sid = _session()
+    rule = "In the shop project the cart tests run with pytest -q tests/test_cart.py"
+    r = agent.post("/v1/memories", json={"type": "constraint", "content": rule, "criticality": 0.9})
+    assert r.status_code == 201, r.text
+
+    start = agent.post(HOOK, json=payloads.session_start(sid))
+    assert start.status_code == 200, start.text
+    context = start.json()["hookSpecificOutput"]
+    assert context["hookEventName"] == "SessionStart"
+    assert rule in context["additionalContext"]
+
+    prompt = agent.post(HOOK, json=payloads.user_prompt_submit("fix the failing cart tests", sid))
+    answer = prompt.json()["hookSpecificOutput"]
+    assert answer["hookEventName"] == "UserPromptSubmit"
+    assert rule in answer["additionalContext"]
+    assert "Rules to respect" in answer["additionalContext"]
+
+    ran = payloads.post_tool_use(
+        "Bash",
+        {"command": "pytest -q tests/test_cart.py"},
+        {"stdout": "1 failed, 2 passed", "stderr": "", "interrupted": False},
+        sid,
+    )
+    failed = payloads.post_tool_use_failure(
+        "Edit", {"file_path": "cart.py", "old_string": "x"}, "old_string not found", sid
+    )
+    for event in (ran, failed):
+        r = agent.post(HOOK, json=event)
+        assert (r.status_code, r.json()) == (200, {})
+
+    [episode] = _episodes(agent, sid)
+    assert episode["status"] == "open"
+    assert episode["description"] == "fix the failing cart tests"
+    assert (episode["agent_id"], episode["step_count"], episode["error_count"]) == (
+        "claude-code",
+        2,
+        1,
+    )
+
+    assert agent.post(HOOK, json=payloads.stop(sid)).json() == {}
+    full = agent.get(f"/v1/episodes/{episode['id']}").json()
+    assert (full["status"], full["outcome"]) == ("completed", "unknown")
+    first, second = full["steps"]
+    assert (first["tool"], first["status"], first["output"]["stdout"]) == (
+        "Bash",
+        "ok",
+        "1 failed, 2 passed",
+    )
+    assert first["input"] == {"command": "pytest -q tests/test_cart.py"}
+    assert first["metadata"]["tool_use_id"] == ran["tool_use_id"]
+    assert (second["tool"], second["status"], second["error"]) == (
+        "Edit",
+        "error",
+        "old_string not found",
+    )
+    assert full["metadata"]["cwd"] == payloads.CWD
+
+    # Completing it queued its learning, as completing over the API does.
+    jobs = agent.get("/v1/jobs").json()["items"]
+    assert any(episode["id"] in str(job) for job in jobs)
+
+
+def test_the_next_turn_opens_the_next_episode_of_the_session(agent: httpx.Client) -> None:
+    sid = _session()
+    agent.post(HOOK, json=payloads.user_prompt_submit("add a discount field", sid))
+    agent.post(HOOK, json=payloads.post_tool_use("Read", {"file_path": "cart.py"}, "...", sid))
+    agent.post(HOOK, json=payloads.stop(sid))
+    agent.post(HOOK, json=payloads.stop(sid))  # a second stop has nothing to complete
+    agent.post(HOOK, json=payloads.post_tool_use("Grep", {"pattern": "discount"}, [], sid))
+    agent.post(HOOK, json=payloads.session_end(sid))
+
+    first, second = _episodes(agent, sid)
+    assert (first["status"], first["step_count"], first["verdict"]) == (
+        "completed",
+        1,
+        "Claude Code Stop",
+    )
+    assert (second["status"], second["step_count"], second["outcome"]) == (
+        "completed",
+        1,
+        "unknown",
+    )
+    assert second["verdict"] == "Claude Code SessionEnd: prompt_input_exit"
+
+
+def test_an_outcome_given_by_a_wrapper_is_the_episodes(agent: httpx.Client) -> None:
+    sid = _session()
+    agent.post(HOOK, json=payloads.user_prompt_submit("rename the module", sid))
+    assert agent.post(HOOK, json=payloads.stop(sid) | {"outcome": "success"}).status_code == 200
+    [episode] = _episodes(agent, sid)
+    assert episode["outcome"] == "success"
+
+
+def test_a_reward_for_the_session_completes_its_recalls(agent: httpx.Client) -> None:
+    sid = _session()
+    agent.post("/v1/memories", json={"type": "fact", "content": "Invoices are rendered by pdfkit"})
+    agent.post(HOOK, json=payloads.user_prompt_submit("why are invoices rendered blank", sid))
+    agent.post(HOOK, json=payloads.stop(sid))
+    [episode] = _episodes(agent, sid)
+    recall_id = agent.get(f"/v1/episodes/{episode['id']}").json()["metadata"]["recall_id"]
+
+    r = agent.post(
+        "/v1/rewards", json={"task_id": f"claude-code:{sid}", "signals": {"task_success": True}}
+    )
+    assert r.status_code == 201, r.text
+    assert r.json()["completed_recalls"] == [recall_id]
+    assert [e["episode_id"] for e in r.json()["episodes"]] == [episode["id"]]
+
+
+def test_secrets_are_redacted_in_stored_steps(agent: httpx.Client) -> None:
+    sid = _session()
+    secret = "ghp_" + "a1B2c3D4e5" * 4
+    event = payloads.post_tool_use(
+        "Bash",
+        {"command": f"GITHUB_TOKEN={secret} gh pr list", "env": {"DB_PASSWORD": "hunter2"}},
+        {"stdout": f"Authorization: Bearer {secret}\nAWS key AKIAIOSFODNN7EXAMPLE", "stderr": ""},
+        sid,
+    )
+    assert agent.post(HOOK, json=event).status_code == 200
+    [episode] = _episodes(agent, sid)
+    stored = agent.get(f"/v1/episodes/{episode['id']}").text
+    for leaked in (secret, "hunter2", "AKIAIOSFODNN7EXAMPLE"):
+        assert leaked not in stored
+    [step] = agent.get(f"/v1/episodes/{episode['id']}").json()["steps"]
+    assert step["input"]["command"] == "GITHUB_TOKEN=[REDACTED] gh pr list"
+    assert step["input"]["env"] == {"DB_PASSWORD": "[REDACTED]"}
+
+
+def test_large_tool_output_is_bounded(agent: httpx.Client) -> None:
+    sid = _session()
+    big = "line of output\n" * 20_000  # 300,000 characters
+    event = payloads.post_tool_use("Read", {"file_path": "big.log"}, {"content": big}, sid)
+    assert agent.post(HOOK, json=event).status_code == 200
+    [episode] = _episodes(agent, sid)
+    [step] = agent.get(f"/v1/episodes/{episode['id']}").json()["steps"]
+    assert isinstance(step["output"], str)
+    assert len(step["output"]) < 5000
+    assert step["output"].endswith("more characters]")
+
+
+def test_concurrent_tool_calls_of_a_new_session_share_one_episode(agent: httpx.Client) -> None:
+    sid = _session()
+    events = [
+        payloads.post_tool_use("Read", {"file_path": f"f{i}.py"}, "ok", sid) for i in range(8)
+    ]
+    with ThreadPoolExecutor(8) as pool:
+        codes = list(pool.map(lambda e: agent.post(HOOK, json=e).status_code, events))
+    assert codes == [200] * 8
+    [episode] = _episodes(agent, sid)
+    assert episode["step_count"] == 8
+
+
+def test_other_events_are_answered_empty(agent: httpx.Client) -> None:
+    for event in (payloads.notification(), {"session_id": "s", "hook_event_name": "PreCompact"}):
+        r = agent.post(HOOK, json=event)
+        assert (r.status_code, r.json()) == (200, {})
+    assert _episodes(agent, payloads.SESSION) == []
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"hook_event_name": "Stop"}, "session_id"),
+        ({"session_id": "s"}, "hook_event_name"),
+        ({"session_id": 7, "hook_event_name": "Stop"}, "session_id"),
+        ({"session_id": "s", "hook_event_name": "Stop", "outcome": "great"}, "outcome"),
+        ([1, 2], "body"),
+    ],
+)
+def test_bad_events_are_a_422_naming_the_field(agent: httpx.Client, body: Any, field: str) -> None:
+    r = agent.post(HOOK, json=body)
+    assert r.status_code == 422, r.text
+    assert r.json()["field"] == field
+
+
+def test_invalid_json_is_a_422(agent: httpx.Client) -> None:
+    r = agent.post(HOOK, content=b"{not json", headers={"Content-Type": "application/json"})
+    assert (r.status_code, r.json()["field"]) == (422, "body")
+
+
+def test_a_reader_key_cannot_write_and_no_key_is_refused(server: EngramServer) -> None:
+    namespace = f"hooks-{uuid.uuid4().hex[:12]}"
+    reader = _key(server, namespace, role="reader")
+    event = payloads.post_tool_use("Bash", {"command": "ls"}, "", _session())
+    assert httpx.post(f"{server.url}{HOOK}", json=event, headers=auth(reader)).status_code == 403
+    assert httpx.post(f"{server.url}{HOOK}", json=event).status_code == 401
+    listed = httpx.get(f"{server.url}/v1/episodes", headers=auth(reader)).json()
+    assert listed["items"] == []
+
+
+def test_the_namespace_is_the_keys(server: EngramServer, agent: httpx.Client) -> None:
+    sid = _session()
+    agent.post(HOOK, json=payloads.post_tool_use("Bash", {"command": "ls"}, "", sid))
+    other = _key(server, f"hooks-{uuid.uuid4().hex[:12]}")
+    r = httpx.get(
+        f"{server.url}/v1/episodes", params={"task_id": f"claude-code:{sid}"}, headers=auth(other)
+    )
+    assert r.json()["items"] == []
+    assert len(_episodes(agent, sid)) == 1
+
+
+async def test_a_recall_past_its_deadline_answers_empty_and_is_still_logged(
+    app: FastAPI, client: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    await client.post("/v1/memories", json={"type": "fact", "content": "Deploys go through CI"})
+    state = app.state.engram
+    recalls = RecallRequests(
+        state.transactions,
+        writer=state.writer,
+        search=state.search,
+        settings=state.settings.recall,
+        rng=state.recall_rng,
+        key_locks=state.key_locks,
+    )
+    hooks = ClaudeCodeHooks(
+        state.transactions, episodes=state.episodes, recalls=recalls, recall_deadline_s=0
+    )
+    event = ClaudeCodeHookEvent.model_validate(payloads.user_prompt_submit("how do deploys go"))
+    answer = await hooks.handle("default", event, ceiling="high")
+    assert answer.hookSpecificOutput is None
+    await asyncio.gather(*claude_code._LATE)
+    r = await client.get("/v1/rl/transitions")
+    assert [t["task_id"] for t in r.json()["items"]] == [f"claude-code:{payloads.SESSION}"]
