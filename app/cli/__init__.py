@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
+from app.cli.client import register as register_client_commands
 from app.cli.hook import hook_cli
 from app.cli.keys import keys_cli
 from app.cli.server import migrate, serve, worker
@@ -19,6 +20,8 @@ cli.add_typer(hook_cli, name="hook")
 cli.command()(serve)
 cli.command()(migrate)
 cli.command()(worker)
+# episodes, memories, skills, patterns, jobs, recall, reward, reflect, export: a server's client.
+register_client_commands(cli)
 
 
 def _print_version(value: bool) -> None:
