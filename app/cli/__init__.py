@@ -12,6 +12,7 @@ import typer
 from app.cli.client import register as register_client_commands
 from app.cli.hook import hook_cli
 from app.cli.keys import keys_cli
+from app.cli.mcp import mcp_command
 from app.cli.server import migrate, serve, worker
 
 cli = typer.Typer(help="Engram: self-learning episodic memory for AI agents.", no_args_is_help=True)
@@ -20,6 +21,7 @@ cli.add_typer(hook_cli, name="hook")
 cli.command()(serve)
 cli.command()(migrate)
 cli.command()(worker)
+cli.command("mcp")(mcp_command)
 # episodes, memories, skills, patterns, jobs, recall, reward, reflect, export: a server's client.
 register_client_commands(cli)
 

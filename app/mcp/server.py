@@ -13,16 +13,19 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from app.api.deps import get_principal
 from app.core.config import Settings
-from app.core.errors import StoreUnavailable
+from app.core.errors import AppError, StoreUnavailable
 from app.mcp.adapter import PRINCIPAL
 from app.mcp.knowledge import add_skill_resources, knowledge_tools
 from app.mcp.tools import task_tools
 
+# JSON-RPC's range for server errors; the HTTP status says which.
+AUTH_ERROR = -32001
 INSTRUCTIONS = (
     "Engram is your long-term memory across tasks. At the start of a task call `recall` "
     "with the task and a token budget, and follow the constraints and skills it returns. "
@@ -51,6 +54,17 @@ def build_server() -> MCPServer:
     root.setLevel(level)
     add_skill_resources(server)
     return server
+
+
+def refusal(exc: AppError) -> Response:
+    """A 401 or 429 as a JSON-RPC error (MCP clients show its message; the API's error body
+    is its data), with the status and headers (WWW-Authenticate, Retry-After) of the API's."""
+    body = {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": AUTH_ERROR, "message": exc.message, "data": exc.body()},
+    }
+    return JSONResponse(body, status_code=exc.status_code, headers=exc.headers or None)
 
 
 class McpEndpoint:
@@ -108,8 +122,11 @@ class McpEndpoint:
         if self._manager is None:
             raise StoreUnavailable("the MCP endpoint is not running")
         request = Request(scope, receive)
-        # Raises Unauthorized (401) or TooManyRequests (429), answered as by any route.
-        principal = await get_principal(request)
+        try:
+            principal = await get_principal(request)
+        except AppError as exc:
+            await refusal(exc)(scope, receive, send)
+            return
         scope.setdefault("state", {})[PRINCIPAL] = principal
         scope["route"] = self.route
         await self._manager.handle_request(scope, receive, send)
