@@ -118,7 +118,14 @@ def episode_chunk_key(namespace: str, episode_id: str, first_seq: int) -> bytes:
     return episode_prefix(namespace, episode_id) + f"c{first_seq:06d}".encode()
 
 
+def split_episode_key(key: bytes) -> tuple[str, str, str]:
+    """(namespace, episode_id, leaf): the leaf is "doc" or a chunk's "c{first_seq}";
+    `episode_prefix(namespace, episode_id) + leaf` is the key again."""
+    _, namespace, episode_id, leaf = key.decode().split("/", 3)
+    return namespace, episode_id, leaf
+
+
 def parse_episode_key(key: bytes) -> tuple[str, str, int | None]:
     """(namespace, episode_id, first seq of the chunk, or None for the document)."""
-    _, namespace, episode_id, leaf = key.decode().split("/", 3)
+    namespace, episode_id, leaf = split_episode_key(key)
     return namespace, episode_id, (int(leaf[1:]) if leaf.startswith("c") else None)

@@ -17,7 +17,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mappi
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.repositories.episode_payloads import EpisodePayloadRepository, Part
-from app.storage.blobs import EPISODE_PREFIX, Transaction
+from app.storage.blobs import EPISODE_PREFIX, Transaction, episode_prefix, split_episode_key
 
 SNAPSHOT_BATCH = 256
 LEVEL = 1
@@ -31,20 +31,19 @@ def _unpack(data: bytes) -> bytes:
     return zlib.decompress(data)
 
 
-def _part(key: bytes) -> Part:
-    _, ns, eid, part = key.decode().split("/", 3)
-    return ns, eid, part
+_part = split_episode_key
 
 
 def _key(part: Part) -> bytes:
-    return "ep/{}/{}/{}".format(*part).encode()
+    namespace, episode_id, leaf = part
+    return episode_prefix(namespace, episode_id) + leaf.encode()
 
 
 def _episode(prefix: bytes) -> tuple[str, str] | None:
     """The episode a prefix names (`ep/{ns}/{episode}/`), or None for every episode (`ep/`)."""
     if prefix == EPISODE_PREFIX:
         return None
-    _, ns, eid, rest = prefix.decode().split("/", 3)
+    ns, eid, rest = split_episode_key(prefix)
     if rest:
         raise ValueError(f"not an episode's prefix: {prefix!r}")
     return ns, eid
