@@ -1,4 +1,5 @@
-"""OpenAPI additions: schemas of bodies parsed by DirectRoutes, and the bearer scheme."""
+"""OpenAPI additions: schemas of bodies parsed by DirectRoutes, the dataset's rows, the
+refusals every route can give, and the bearer scheme."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
-from pydantic import TypeAdapter
+from pydantic import BaseModel, TypeAdapter
 
 from app.api.body import BODY_MODELS
+from app.core.errors import ErrorModel, RateLimitedModel, ValidationErrorModel
+from app.schemas.service import dataset_row_schemas
 
 REF = "#/components/schemas/{model}"
 
@@ -27,9 +30,21 @@ def install_openapi(app: FastAPI) -> None:
             body = TypeAdapter(annotation).json_schema(ref_template=REF)
             schemas.update(body.pop("$defs", {}))
             schemas[name] = body
+        for model in (ErrorModel, ValidationErrorModel, RateLimitedModel):
+            body = model.model_json_schema(ref_template=REF)
+            schemas.update(body.pop("$defs", {}))
+            schemas[model.__name__] = body
+        schemas.update(dataset_row_schemas())
+        _restore_examples(schemas)
         _one_error_shape(schema)
+        _refusals(schema)
         components["securitySchemes"] = {
-            "bearer": {"type": "http", "scheme": "bearer", "description": "An Engram API key"}
+            "bearer": {
+                "type": "http",
+                "scheme": "bearer",
+                "description": "An Engram API key (`egk_...`), as `Authorization: Bearer <key>` "
+                "or `X-API-Key: <key>`; not needed in open mode (no key exists, loopback only)",
+            }
         }
         schema["security"] = [{"bearer": []}]
         app.openapi_schema = schema
@@ -44,14 +59,65 @@ def _one_error_shape(schema: dict[str, Any]) -> None:
     FastAPI documents its own 422 body (HTTPValidationError) on routes that declare none;
     the service answers every 422 with the error shape, so the document says so.
     """
-    invalid = {
-        "description": "Invalid field",
-        "content": {"application/json": {"schema": {"$ref": REF.format(model="ErrorModel")}}},
-    }
+    invalid = _error(
+        "Invalid field: `field` names the first, `errors` lists all", "ValidationErrorModel"
+    )
     for operations in schema["paths"].values():
         for operation in operations.values():
             operation.setdefault("responses", {})["422"] = invalid
     schemas = schema["components"]["schemas"]
     for name in ("HTTPValidationError", "ValidationError"):
-        if REF.format(model=name) not in json.dumps(schema["paths"]):
+        if f'"{REF.format(model=name)}"' not in json.dumps(schema["paths"]):
             schemas.pop(name, None)
+
+
+def _error(description: str, model: str = "ErrorModel") -> dict[str, Any]:
+    schema = {"$ref": REF.format(model=model)}
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _refusals(schema: dict[str, Any]) -> None:
+    """What RequestGuard and BodyLimits refuse before any route runs, on every operation
+    they can reach: a foreign Host (400), a cross-site page (403), and for a body a
+    media type other than JSON (415), too many bytes (413) or too slow a sender (408)."""
+    host = "`Host` not served here (UntrustedHost; see ENGRAM_ALLOWED_HOSTS)"
+    cross = "A cross-site request (CrossOriginRefused; `Origin` not in ENGRAM_CORS_ORIGINS)"
+    for operations in schema["paths"].values():
+        for method, operation in operations.items():
+            responses = operation.setdefault("responses", {})
+            _add(responses, "400", host)
+            _add(responses, "403", cross)
+            if method in ("post", "put", "patch") and "requestBody" in operation:
+                _add(responses, "413", "The body is over ENGRAM_LIMITS__MAX_BODY_BYTES")
+                _add(responses, "415", "The body is not sent as `Content-Type: application/json`")
+                _add(
+                    responses, "408", "The body did not arrive within ENGRAM_LIMITS__BODY_TIMEOUT_S"
+                )
+
+
+def _add(responses: dict[str, Any], code: str, description: str) -> None:
+    """Document `code` in the error shape, or add its reason to the one documented."""
+    if code in responses:
+        responses[code]["description"] += f"; or: {description[0].lower()}{description[1:]}"
+    else:
+        responses[code] = _error(description)
+
+
+def _models(base: type[BaseModel]) -> list[type[BaseModel]]:
+    found = []
+    for sub in base.__subclasses__():
+        found += [sub, *_models(sub)]
+    return found
+
+
+def _restore_examples(schemas: dict[str, Any]) -> None:
+    """The models' own examples, nulls included: FastAPI drops every null from the
+    document it generates, which leaves examples of nullable fields invalid."""
+    by_name: dict[str, list[Any]] = {}
+    for model in _models(BaseModel):
+        extra = model.model_config.get("json_schema_extra")
+        if isinstance(extra, dict) and "examples" in extra:
+            by_name.setdefault(model.__name__, []).append(extra["examples"])
+    for name, found in by_name.items():
+        if name in schemas and len(found) == 1:
+            schemas[name]["examples"] = found[0]

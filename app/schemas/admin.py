@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic.config import JsonDict
 
 from app.schemas.common import NAMESPACE_PATTERN
 from app.schemas.memory import Sensitivity
@@ -13,14 +14,31 @@ from app.schemas.memory import Sensitivity
 KeyRole = Literal["reader", "agent", "admin", "operator"]
 
 
-class KeyCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+NEXT_CURSOR = "Pass as `cursor` for the next page; null on the last page"
+_ROLE = (
+    "`reader` (reads), `agent` (reads and writes records), `admin` (and manages its "
+    "namespace's keys and audit log) or `operator` (every namespace, backups, metrics)"
+)
 
-    role: KeyRole = "agent"
-    name: Annotated[str, StringConstraints(min_length=1, max_length=256)] | None = None
+
+class KeyCreate(BaseModel):
+    """A new API key."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"role": "agent", "name": "ci-runner"}]},
+    )
+
+    role: KeyRole = Field(
+        default="agent", description=_ROLE + "; default agent, at most the creator's own role"
+    )
+    name: Annotated[str, StringConstraints(min_length=1, max_length=256)] | None = Field(
+        default=None, description="A label to recognise it by (1 to 256 characters)"
+    )
     namespace: Annotated[str, StringConstraints(pattern=NAMESPACE_PATTERN)] | None = Field(
         default=None,
-        description="The key's namespace; only an operator may name one other than its own",
+        description="The key's namespace (letters, digits, `._-`, at most 64); null: the "
+        "creator's own; only an operator may name another",
     )
     max_sensitivity: Sensitivity = Field(
         default=Sensitivity.HIGH,
@@ -31,40 +49,97 @@ class KeyCreate(BaseModel):
     )
 
 
+_KEY: JsonDict = {
+    "id": "key_01HZXB",
+    "namespace": "default",
+    "role": "agent",
+    "max_sensitivity": "high",
+    "name": "ci-runner",
+    "prefix": "egk_3f9a",
+    "created_at": "2026-01-31T12:00:00Z",
+    "revoked_at": None,
+}
+
+
 class KeyRead(BaseModel):
-    id: str
-    namespace: str
-    role: KeyRole
-    max_sensitivity: Sensitivity
-    name: str | None
+    """An API key as listed: never the key itself."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [_KEY]})
+
+    id: str = Field(description="The key's id (to revoke it)")
+    namespace: str = Field(description="The namespace its requests act in")
+    role: KeyRole = Field(description=_ROLE)
+    max_sensitivity: Sensitivity = Field(description="The most sensitive memories it may read")
+    name: str | None = Field(description="Its label; null if none")
     prefix: str = Field(description="The key's first characters, to recognise it")
-    created_at: datetime
-    revoked_at: datetime | None
+    created_at: datetime = Field(description="When created (UTC)")
+    revoked_at: datetime | None = Field(description="When revoked (UTC); null: valid")
 
 
 class KeyCreated(KeyRead):
+    """A new key, with the key itself."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{**_KEY, "key": "egk_3f9a" + "x" * 40}]}
+    )
+
     key: str = Field(description="The key itself: shown once, only its hash is stored")
 
 
 class KeyPage(BaseModel):
-    items: list[KeyRead]
-    next_cursor: str | None
+    """A page of keys, newest first."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"items": [_KEY], "next_cursor": None}]}
+    )
+
+    items: list[KeyRead] = Field(description="The page's keys")
+    next_cursor: str | None = Field(description=NEXT_CURSOR)
 
 
 class AuditEventRead(BaseModel):
-    id: str
-    created_at: datetime
+    """Something done (or refused) that the audit log keeps."""
+
+    id: str = Field(description="The event's id")
+    created_at: datetime = Field(description="When (UTC)")
     namespace: str = Field(description='The namespace acted on; "*" for the whole service')
     actor: str = Field(description='"key:<id>", "open" (no key) or "cli"')
-    role: str | None
-    action: str
-    target: str | None
-    outcome: Literal["ok", "denied"]
-    detail: dict[str, Any]
-    request_id: str | None
-    client: str | None
+    role: str | None = Field(description="The actor's role; null for the command line")
+    action: str = Field(description="What was done (`key.create`, `request.denied`, ...)")
+    target: str | None = Field(description="What it was done to; null if nothing in particular")
+    outcome: Literal["ok", "denied"] = Field(description="Done, or refused")
+    detail: dict[str, Any] = Field(description="More about it (a denial's reason, ...)")
+    request_id: str | None = Field(description="The request's X-Request-Id; null outside one")
+    client: str | None = Field(description="The client's address; null outside a request")
 
 
 class AuditPage(BaseModel):
-    items: list[AuditEventRead]
-    next_cursor: str | None
+    """A page of audit events, newest first."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "items": [
+                        {
+                            "id": "au_01HZXC",
+                            "created_at": "2026-01-31T12:00:00Z",
+                            "namespace": "default",
+                            "actor": "key:key_01HZXA",
+                            "role": "admin",
+                            "action": "key.create",
+                            "target": "key:key_01HZXB",
+                            "outcome": "ok",
+                            "detail": {"role": "agent"},
+                            "request_id": "req_01HZXD",
+                            "client": "127.0.0.1",
+                        }
+                    ],
+                    "next_cursor": None,
+                }
+            ]
+        }
+    )
+
+    items: list[AuditEventRead] = Field(description="The page's events")
+    next_cursor: str | None = Field(description=NEXT_CURSOR)

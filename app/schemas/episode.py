@@ -15,6 +15,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic.config import JsonDict
 
 from app.schemas.common import (
     MAX_LATENCY_MS,
@@ -71,50 +72,134 @@ def _progress_fits_outcome(cls: type[BaseModel], value: float | None, info: Vali
     return value
 
 
+_WHEN = "ISO 8601 with a timezone (stored in UTC), at most a day ahead of the server's clock"
+
+
 class StepCreate(Strict):
-    action: Name
-    tool: Name | None = None
-    input: JsonValue = None
-    output: JsonValue = None
-    status: StepStatus = StepStatus.OK
-    error: str | None = None
-    latency_ms: float | None = Field(default=None, ge=0, le=MAX_LATENCY_MS)
-    tokens: int | None = Field(default=None, ge=0, le=MAX_TOKENS)
-    started_at: EventTime | None = None
-    metadata: JsonObject = Field(default_factory=dict)
+    """One step of an episode: an action, the tool it used, and how it went."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "action": "run_tests",
+                    "tool": "pytest",
+                    "input": {"path": "tests/"},
+                    "output": {"passed": 41, "failed": 1},
+                    "status": "error",
+                    "error": "1 test failed",
+                    "latency_ms": 5230.0,
+                    "tokens": 812,
+                }
+            ]
+        }
+    )
+
+    action: Name = Field(
+        description="What the agent did, as a short stable name (`search_code`); learning "
+        "mines patterns and skills from these names; at most 256 characters"
+    )
+    tool: Name | None = Field(default=None, description="The tool used; null when none")
+    input: JsonValue = Field(default=None, description="The step's input, any JSON value")
+    output: JsonValue = Field(default=None, description="The step's output, any JSON value")
+    status: StepStatus = Field(
+        default=StepStatus.OK, description="How the step ended; `ok` when left out"
+    )
+    error: str | None = Field(default=None, description="The error message, if it failed")
+    latency_ms: float | None = Field(
+        default=None, ge=0, le=MAX_LATENCY_MS, description="Wall time in milliseconds (0 to a year)"
+    )
+    tokens: int | None = Field(
+        default=None, ge=0, le=MAX_TOKENS, description="Model tokens the step used (0 to 10^12)"
+    )
+    started_at: EventTime | None = Field(default=None, description="When it began; " + _WHEN)
+    metadata: JsonObject = Field(
+        default_factory=dict, description="Free-form JSON object kept with the step"
+    )
 
 
 class EpisodeContext(Strict):
-    domain: Name | None = None
-    language: Name | None = None
-    tags: list[Name] = Field(default_factory=list, max_length=64)
-    text: str | None = None
+    """Where the episode happened: used to match skills and filter learning."""
+
+    domain: Name | None = Field(default=None, description="Area of work (`web`, `billing`)")
+    language: Name | None = Field(default=None, description="Programming or natural language")
+    tags: list[Name] = Field(
+        default_factory=list, max_length=64, description="Free labels (at most 64)"
+    )
+    text: str | None = Field(default=None, description="Free-text description of the context")
     features: Annotated[dict[str, Scalar], AfterValidator(storable)] = Field(
-        default_factory=dict, max_length=64
+        default_factory=dict,
+        max_length=64,
+        description="Named scalar values (string, number, boolean or null; at most 64)",
     )
 
 
 class EpisodeCreate(Strict):
     """A whole episode, an open one (no outcome yet), or the one-step shorthand `action`."""
 
-    id: Ident | None = Field(
-        default=None, description="Client-chosen id; a retry returns the first result"
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "id": "ep-fix-login-1",
+                    "task_id": "fix-login-bug",
+                    "agent_id": "coder-1",
+                    "task_type": "code_fix",
+                    "context": {"domain": "web", "language": "python", "tags": ["auth"]},
+                    "steps": [
+                        {"action": "search_code", "tool": "grep", "latency_ms": 120.0},
+                        {"action": "edit_file", "tool": "editor", "tokens": 900},
+                        {"action": "run_tests", "tool": "pytest", "status": "ok"},
+                    ],
+                    "outcome": "success",
+                    "verdict": "tests pass",
+                    "started_at": "2026-01-31T12:00:00Z",
+                    "ended_at": "2026-01-31T12:04:00Z",
+                }
+            ]
+        }
     )
-    task_id: Name
-    agent_id: Name | None = None
-    task_type: Name | None = None
-    description: str | None = None
-    context: EpisodeContext | str | None = None
-    steps: list[StepCreate] = Field(default_factory=list)
-    action: Name | None = Field(default=None, description="Shorthand for a one-step episode")
-    tool: Name | None = None
-    outcome: Outcome | None = None
-    verdict: str | None = None
-    progress: float | None = Field(default=None, ge=0, le=1, description="Fraction completed")
-    skills_applied: list[Name] = Field(default_factory=list, max_length=64)
-    started_at: EventTime | None = None
-    ended_at: EventTime | None = None
-    metadata: JsonObject = Field(default_factory=dict)
+
+    id: Ident | None = Field(
+        default=None,
+        description="Client-chosen id (letters, digits, `._:-`, at most 64); a retry with it "
+        "returns the first result; null: the service assigns one",
+    )
+    task_id: Name = Field(description="The task this episode worked on (rewards can name it)")
+    agent_id: Name | None = Field(default=None, description="The agent that ran it")
+    task_type: Name | None = Field(
+        default=None, description="Kind of task (`code_fix`): patterns and skills are per type"
+    )
+    description: str | None = Field(default=None, description="Free text about the episode")
+    context: EpisodeContext | str | None = Field(
+        default=None, description="Where it happened; a string is shorthand for `{text: ...}`"
+    )
+    steps: list[StepCreate] = Field(
+        default_factory=list, description="The steps in order (at most the configured maximum)"
+    )
+    action: Name | None = Field(
+        default=None, description="Shorthand for a one-step episode; not with `steps`"
+    )
+    tool: Name | None = Field(default=None, description="The one step's tool (with `action`)")
+    outcome: Outcome | None = Field(
+        default=None, description="How it ended; null leaves the episode open for more steps"
+    )
+    verdict: str | None = Field(default=None, description="Why that outcome (needs `outcome`)")
+    progress: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="Fraction completed, 0 to 1 (needs `outcome`): 1 for a success, strictly "
+        "between 0 and 1 for a partial, below 1 for a failure or an abstention",
+    )
+    skills_applied: list[Name] = Field(
+        default_factory=list, max_length=64, description="Names of skills the agent followed"
+    )
+    started_at: EventTime | None = Field(default=None, description="When it began; " + _WHEN)
+    ended_at: EventTime | None = Field(
+        default=None, description="When it ended, not before `started_at`; " + _WHEN
+    )
+    metadata: JsonObject = Field(default_factory=dict, description="Free-form JSON object")
 
     _progress = field_validator("progress")(_progress_fits_outcome)
 
@@ -136,65 +221,163 @@ class EpisodeCreate(Strict):
 
 
 class StepsAppend(Strict):
-    steps: list[StepCreate] = Field(min_length=1)
+    """Steps to add to an open episode."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"steps": [{"action": "run_tests", "tool": "pytest"}]}]}
+    )
+
+    steps: list[StepCreate] = Field(min_length=1, description="At least one step, in order")
 
 
 class EpisodeComplete(Strict):
-    outcome: Outcome
-    verdict: str | None = None
-    progress: float | None = Field(default=None, ge=0, le=1)
-    ended_at: EventTime | None = None
+    """The outcome of an open episode."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"outcome": "partial", "verdict": "2 of 3 tests pass", "progress": 0.66}]
+        }
+    )
+
+    outcome: Outcome = Field(description="How it ended")
+    verdict: str | None = Field(default=None, description="Why that outcome")
+    progress: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="Fraction completed, 0 to 1: 1 for a success, strictly between 0 and 1 "
+        "for a partial, below 1 for a failure or an abstention",
+    )
+    ended_at: EventTime | None = Field(
+        default=None, description="When it ended (default: now); " + _WHEN
+    )
 
     _progress = field_validator("progress")(_progress_fits_outcome)
 
 
 class StepRead(BaseModel):
-    seq: int
-    action: str
-    tool: str | None = None
-    input: Any = None
-    output: Any = None
-    status: StepStatus
-    error: str | None = None
-    latency_ms: float | None = None
-    tokens: int | None = None
-    started_at: datetime | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    """A stored step."""
+
+    seq: int = Field(description="Position in the episode, from 0")
+    action: str = Field(description="What the agent did")
+    tool: str | None = Field(default=None, description="The tool used; null when none")
+    input: Any = Field(default=None, description="The step's input as sent")
+    output: Any = Field(default=None, description="The step's output as sent")
+    status: StepStatus = Field(description="How the step ended")
+    error: str | None = Field(default=None, description="The error message; null when none")
+    latency_ms: float | None = Field(default=None, description="Milliseconds; null if not sent")
+    tokens: int | None = Field(default=None, description="Tokens used; null if not sent")
+    started_at: datetime | None = Field(default=None, description="When it began (UTC)")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="As sent")
+
+
+_SUMMARY: JsonDict = {
+    "id": "ep-fix-login-1",
+    "task_id": "fix-login-bug",
+    "agent_id": "coder-1",
+    "task_type": "code_fix",
+    "description": None,
+    "status": "completed",
+    "outcome": "success",
+    "verdict": "tests pass",
+    "progress": 1.0,
+    "domain": "web",
+    "language": "python",
+    "tags": ["auth"],
+    "skills_applied": [],
+    "step_count": 3,
+    "error_count": 0,
+    "total_latency_ms": 120.0,
+    "total_tokens": 900,
+    "started_at": "2026-01-31T12:00:00Z",
+    "ended_at": "2026-01-31T12:04:00Z",
+    "completed_at": "2026-01-31T12:04:01Z",
+    "created_at": "2026-01-31T12:04:01Z",
+    "updated_at": "2026-01-31T12:04:01Z",
+}
 
 
 class EpisodeSummary(BaseModel):
-    id: str
-    task_id: str
-    agent_id: str | None
-    task_type: str | None
-    description: str | None
-    status: EpisodeStatus
-    outcome: Outcome | None
-    verdict: str | None
-    progress: float | None
-    domain: str | None
-    language: str | None
-    tags: list[str]
-    skills_applied: list[str]
-    step_count: int
-    error_count: int
-    total_latency_ms: float
-    total_tokens: int
-    started_at: datetime | None
-    ended_at: datetime | None
-    completed_at: datetime | None
-    created_at: datetime
-    updated_at: datetime
+    """An episode without its steps."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [_SUMMARY]})
+
+    id: str = Field(description="The episode's id (given, or assigned)")
+    task_id: str = Field(description="The task it worked on")
+    agent_id: str | None = Field(description="The agent; null if not given")
+    task_type: str | None = Field(description="Kind of task; null if not given")
+    description: str | None = Field(description="Free text; null if not given")
+    status: EpisodeStatus = Field(description="`open` until it has an outcome")
+    outcome: Outcome | None = Field(description="How it ended; null while open")
+    verdict: str | None = Field(description="Why that outcome; null if not given")
+    progress: float | None = Field(description="Fraction completed, 0 to 1; null if not given")
+    domain: str | None = Field(description="The context's domain; null if not given")
+    language: str | None = Field(description="The context's language; null if not given")
+    tags: list[str] = Field(description="The context's tags")
+    skills_applied: list[str] = Field(description="Skills the agent followed")
+    step_count: int = Field(description="Steps recorded")
+    error_count: int = Field(description="Steps whose status is not `ok`")
+    total_latency_ms: float = Field(description="Sum of the steps' latency_ms")
+    total_tokens: int = Field(description="Sum of the steps' tokens")
+    started_at: datetime | None = Field(description="When it began (UTC); null if not given")
+    ended_at: datetime | None = Field(description="When it ended (UTC); null if not given")
+    completed_at: datetime | None = Field(
+        description="When the outcome was recorded; null while open"
+    )
+    created_at: datetime = Field(description="When the service stored it (UTC)")
+    updated_at: datetime = Field(description="Last change (UTC)")
 
 
 class EpisodeRead(EpisodeSummary):
-    context: EpisodeContext
-    steps: list[StepRead]
-    metadata: dict[str, Any]
+    """A whole episode, with every step."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    **_SUMMARY,
+                    "step_count": 1,
+                    "context": {
+                        "domain": "web",
+                        "language": "python",
+                        "tags": ["auth"],
+                        "text": None,
+                        "features": {},
+                    },
+                    "steps": [
+                        {
+                            "seq": 0,
+                            "action": "search_code",
+                            "tool": "grep",
+                            "input": None,
+                            "output": None,
+                            "status": "ok",
+                            "error": None,
+                            "latency_ms": 120.0,
+                            "tokens": None,
+                            "started_at": None,
+                            "metadata": {},
+                        }
+                    ],
+                    "metadata": {},
+                }
+            ]
+        }
+    )
+
+    context: EpisodeContext = Field(description="Where it happened")
+    steps: list[StepRead] = Field(description="Every step, in order")
+    metadata: dict[str, Any] = Field(description="As sent")
 
 
 class EpisodePage(BaseModel):
-    items: list[EpisodeSummary]
+    """A page of episodes, newest first."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"items": [_SUMMARY], "next_cursor": None}]}
+    )
+
+    items: list[EpisodeSummary] = Field(description="The page's episodes")
     next_cursor: str | None = Field(
         description="Pass as `cursor` for the next page; null at the end"
     )

@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.config import JsonDict
 
 from app.schemas.common import Name, Timestamp
 
@@ -19,138 +20,342 @@ SkillStatus = Literal["candidate", "active", "retired"]
 SkillSort = Literal["created_at", "uses", "lcb", "success_rate"]
 
 
-class JobRead(BaseModel):
-    model_config = ConfigDict(from_attributes=True)
+NEXT_CURSOR = "Pass as `cursor` for the next page; null on the last page"
+NEXT_OFFSET = "Pass as `offset` for the next page; null on the last page"
+_LCB = "Wilson 95% lower bound of the success rate, 0 to 1"
 
-    id: str
-    kind: str
-    key: str
-    payload: dict[str, Any]
-    status: JobStatus
-    attempts: int
-    max_attempts: int
-    run_after: datetime
-    last_error: str | None
-    result: dict[str, Any] | None
-    created_at: datetime
-    updated_at: datetime
-    finished_at: datetime | None
+_JOB: JsonDict = {
+    "id": "job_01HZX5",
+    "kind": "reflect.pass",
+    "key": "on-demand:{'task_type': 'code_fix'}",
+    "payload": {"task_type": "code_fix"},
+    "status": "done",
+    "attempts": 1,
+    "max_attempts": 5,
+    "run_after": "2026-01-31T12:00:00Z",
+    "last_error": None,
+    "result": {"learned": 12},
+    "created_at": "2026-01-31T12:00:00Z",
+    "updated_at": "2026-01-31T12:00:02Z",
+    "finished_at": "2026-01-31T12:00:02Z",
+}
+
+
+class JobRead(BaseModel):
+    """A background job of the learning loop."""
+
+    model_config = ConfigDict(from_attributes=True, json_schema_extra={"examples": [_JOB]})
+
+    id: str = Field(description="The job's id")
+    kind: str = Field(
+        description="What it does: `episode.learn`, `reward.credit`, `skills.evolve` or "
+        "`reflect.pass`"
+    )
+    key: str = Field(description="Deduplication key: one job per kind and key at a time")
+    payload: dict[str, Any] = Field(description="The job's arguments")
+    status: JobStatus = Field(
+        description="`queued`, `running`, `done`, `failed` (will be retried) or `dead` "
+        "(out of attempts)"
+    )
+    attempts: int = Field(description="Runs so far")
+    max_attempts: int = Field(description="Runs before it is `dead`")
+    run_after: datetime = Field(description="Not run before this time (UTC; retry back-off)")
+    last_error: str | None = Field(description="The last run's error; null if none")
+    result: dict[str, Any] | None = Field(description="What it produced; null until done")
+    created_at: datetime = Field(description="When queued (UTC)")
+    updated_at: datetime = Field(description="Last change (UTC)")
+    finished_at: datetime | None = Field(description="When done or dead (UTC); null before")
 
 
 class JobPage(BaseModel):
-    items: list[JobRead]
+    """A page of jobs, newest first."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"items": [_JOB], "counts": {"done": 1}, "next_cursor": None}]
+        }
+    )
+
+    items: list[JobRead] = Field(description="The page's jobs")
     counts: dict[str, int] = Field(description="Jobs of this namespace by status")
-    next_cursor: str | None
+    next_cursor: str | None = Field(description=NEXT_CURSOR)
 
 
 class ReflectRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """A learning pass over a window of episodes; every field is optional."""
 
-    since: Timestamp | None = None
-    until: Timestamp | None = None
-    task_type: Name | None = None
-    wait: bool = True
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"task_type": "code_fix", "wait": True}]},
+    )
+
+    since: Timestamp | None = Field(
+        default=None,
+        description="Episodes created at or after (ISO 8601 with a timezone), not in the "
+        "future; null: since the beginning",
+    )
+    until: Timestamp | None = Field(
+        default=None, description="Episodes created before, after `since`; null: up to now"
+    )
+    task_type: Name | None = Field(default=None, description="Only this task type; null: all")
+    wait: bool = Field(
+        default=True,
+        description="true (default): run now and answer 200 with the result; false: queue "
+        "a job and answer 202 with its id",
+    )
+
+
+_PATTERN: JsonDict = {
+    "id": "pat_01HZX6",
+    "kind": "procedure",
+    "task_type": "code_fix",
+    "signature": "search_code>edit_file>run_tests",
+    "items": ["search_code", "edit_file", "run_tests"],
+    "support": 12,
+    "successes": 11,
+    "success_rate": 0.916667,
+    "mean_reward": 0.7,
+    "lcb": 0.646,
+    "evidence": ["ep-fix-login-1"],
+    "updated_at": "2026-01-31T12:00:02Z",
+}
 
 
 class PatternRead(BaseModel):
-    id: str
-    kind: str
-    task_type: str | None
-    signature: str
-    items: list[str]
-    support: int
-    successes: int
-    success_rate: float
-    mean_reward: float | None
-    lcb: float = Field(description="Wilson 95% lower bound of the success rate")
+    """A pattern mined from episodes."""
+
+    id: str = Field(description="The pattern's id")
+    kind: str = Field(
+        description="`action`, `sequence`, `procedure`, `recovery`, `context`, `failure` "
+        "or `skill_chain`"
+    )
+    task_type: str | None = Field(description="Its task type; null: across types")
+    signature: str = Field(description="The pattern as one string (its identity)")
+    items: list[str] = Field(description="Its parts: actions in order, or context values")
+    support: int = Field(description="Episodes that show it")
+    successes: int = Field(description="Of those, how many succeeded")
+    success_rate: float = Field(description="successes / support, 0 to 1")
+    mean_reward: float | None = Field(description="Mean reward of those episodes; null: none")
+    lcb: float = Field(description=_LCB)
     evidence: list[str] = Field(description="The latest supporting episodes (at most 20)")
-    updated_at: datetime
+    updated_at: datetime = Field(description="Last change (UTC)")
 
 
 class PatternPage(BaseModel):
-    items: list[PatternRead]
-    next_offset: int | None
+    """A page of patterns, best first."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"items": [_PATTERN], "next_offset": None}]}
+    )
+
+    items: list[PatternRead] = Field(description="The page's patterns")
+    next_offset: int | None = Field(description=NEXT_OFFSET)
 
 
 class SkillChange(BaseModel):
-    skill_id: str
-    name: str
-    change: str
-    reason: str
+    """A change a learning pass made to a skill."""
+
+    skill_id: str = Field(description="The skill")
+    name: str = Field(description="Its name")
+    change: str = Field(
+        description="`created`, `activated`, `refined`, `specialised`, `composed`, `merged` "
+        "or `retired`"
+    )
+    reason: str = Field(description="Why, for people to read")
 
 
 class ReflectResult(BaseModel):
-    job_id: str | None = None
-    status: Literal["done", "queued"]
-    learned: int = 0
-    reflections: int = 0
-    patterns: list[PatternRead] = Field(default_factory=list)
-    skill_changes: list[SkillChange] = Field(default_factory=list)
+    """What a learning pass did (200), or the job queued to do it (202)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "job_id": None,
+                    "status": "done",
+                    "learned": 12,
+                    "reflections": 12,
+                    "patterns": [_PATTERN],
+                    "skill_changes": [],
+                },
+                {
+                    "job_id": "job_01HZX5",
+                    "status": "queued",
+                    "learned": 0,
+                    "reflections": 0,
+                    "patterns": [],
+                    "skill_changes": [],
+                },
+            ]
+        }
+    )
+
+    job_id: str | None = Field(default=None, description="The queued job; null when done now")
+    status: Literal["done", "queued"] = Field(description="`done` (wait=true) or `queued`")
+    learned: int = Field(default=0, description="Episodes learned from")
+    reflections: int = Field(default=0, description="Reflections written")
+    patterns: list[PatternRead] = Field(
+        default_factory=list, description="Patterns found or updated"
+    )
+    skill_changes: list[SkillChange] = Field(
+        default_factory=list, description="Skills created, changed or retired"
+    )
+
+
+_REFLECTION: JsonDict = {
+    "id": "mem_01HZX7",
+    "episode_id": "ep-fix-login-1",
+    "task_type": "code_fix",
+    "outcome": "success",
+    "reward": 1.0,
+    "content": "Searching before editing found the cause quickly.",
+    "successes": ["search_code found the redirect handler"],
+    "improvements": [],
+    "insights": ["run the tests after every edit"],
+    "created_at": "2026-01-31T12:00:02Z",
+}
 
 
 class ReflectionRead(BaseModel):
-    id: str
-    episode_id: str | None
-    task_type: str | None
-    outcome: str | None
-    reward: float | None
-    content: str
-    successes: list[str]
-    improvements: list[str]
-    insights: list[str]
-    created_at: datetime
+    """A reflection on one episode."""
+
+    id: str = Field(description="The reflection's memory id")
+    episode_id: str | None = Field(description="The episode reflected on")
+    task_type: str | None = Field(description="Its task type; null if none")
+    outcome: str | None = Field(description="Its outcome")
+    reward: float | None = Field(description="Its reward; null: none yet")
+    content: str = Field(description="The reflection as text")
+    successes: list[str] = Field(description="What went well")
+    improvements: list[str] = Field(description="What to do better")
+    insights: list[str] = Field(description="Lessons for next time")
+    created_at: datetime = Field(description="When written (UTC)")
 
 
 class ReflectionPage(BaseModel):
-    items: list[ReflectionRead]
-    next_cursor: str | None
+    """A page of reflections, newest first."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"items": [_REFLECTION], "next_cursor": None}]}
+    )
+
+    items: list[ReflectionRead] = Field(description="The page's reflections")
+    next_cursor: str | None = Field(description=NEXT_CURSOR)
 
 
 class SkillStep(BaseModel):
-    action: str
-    on_error: str | None = None
+    """A step of a skill."""
+
+    action: str = Field(description="The action to take")
+    on_error: str | None = Field(
+        default=None, description="The action that recovered when it failed; null: none known"
+    )
+
+
+_SKILL: JsonDict = {
+    "id": "sk_01HZX8",
+    "name": "code_fix: search_code > edit_file > run_tests",
+    "task_type": "code_fix",
+    "trigger": {"task_type": "code_fix"},
+    "steps": [{"action": "search_code", "on_error": None}, {"action": "run_tests"}],
+    "status": "active",
+    "version": 1,
+    "uses": 4,
+    "successes": 3,
+    "mean_reward": 0.6,
+    "support": 12,
+    "success_rate": 0.916667,
+    "lcb": 0.646,
+    "evidence": ["ep-fix-login-1"],
+    "parent_ids": [],
+    "memory_id": "mem_01HZX9",
+    "created_at": "2026-01-31T12:00:02Z",
+    "updated_at": "2026-01-31T12:00:02Z",
+    "retired_at": None,
+}
 
 
 class SkillRead(BaseModel):
-    id: str
-    name: str
-    task_type: str | None
-    trigger: dict[str, Any]
-    steps: list[SkillStep]
-    status: SkillStatus
-    version: int
-    uses: int
-    successes: int
-    mean_reward: float | None
+    """A learned skill: steps that worked for a task type."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [_SKILL]})
+
+    id: str = Field(description="The skill's id")
+    name: str = Field(description="Its name")
+    task_type: str | None = Field(description="The task type it is for; null: any")
+    trigger: dict[str, Any] = Field(description="When recall offers it (task type, context)")
+    steps: list[SkillStep] = Field(description="The steps, in order")
+    status: SkillStatus = Field(
+        description="`candidate` (not offered yet), `active` (recall offers it) or `retired`"
+    )
+    version: int = Field(description="1, then +1 per change of its steps")
+    uses: int = Field(description="Episodes that applied it")
+    successes: int = Field(description="Of those, how many succeeded")
+    mean_reward: float | None = Field(description="Mean reward when applied; null: none")
     support: int = Field(description="Recent episodes that performed its steps in order")
-    success_rate: float
-    lcb: float
-    evidence: list[str]
-    parent_ids: list[str]
-    memory_id: str | None
-    created_at: datetime
-    updated_at: datetime
-    retired_at: datetime | None
+    success_rate: float = Field(description="Success rate of those episodes, 0 to 1")
+    lcb: float = Field(description=_LCB)
+    evidence: list[str] = Field(description="Supporting episodes (the latest)")
+    parent_ids: list[str] = Field(description="Skills it was derived from (merged, composed)")
+    memory_id: str | None = Field(description="The memory recall offers it as; null: none")
+    created_at: datetime = Field(description="When learned (UTC)")
+    updated_at: datetime = Field(description="Last change (UTC)")
+    retired_at: datetime | None = Field(description="When retired (UTC); null: not retired")
 
 
 class SkillPage(BaseModel):
-    items: list[SkillRead]
-    next_offset: int | None
+    """A page of skills."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"items": [_SKILL], "next_offset": None}]}
+    )
+
+    items: list[SkillRead] = Field(description="The page's skills")
+    next_offset: int | None = Field(description=NEXT_OFFSET)
 
 
 class SkillEventRead(BaseModel):
+    """A change of a skill."""
+
     model_config = ConfigDict(from_attributes=True)
 
-    id: str
-    kind: str
-    version: int
-    reason: str
-    evidence: list[str]
-    details: dict[str, Any]
-    created_at: datetime
+    id: str = Field(description="The event's id")
+    kind: str = Field(
+        description="`created`, `activated`, `refined`, `specialised`, `composed`, `merged` "
+        "or `retired`"
+    )
+    version: int = Field(description="The skill's version after the change")
+    reason: str = Field(description="Why, for people to read")
+    evidence: list[str] = Field(description="Episodes that led to it")
+    details: dict[str, Any] = Field(description="What changed (steps, child or parent ids)")
+    created_at: datetime = Field(description="When (UTC)")
 
 
 class SkillHistory(BaseModel):
-    skill_id: str
-    items: list[SkillEventRead]
-    next_cursor: str | None
+    """A skill's changes, oldest first."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "skill_id": "sk_01HZX8",
+                    "items": [
+                        {
+                            "id": "se_01HZXA",
+                            "kind": "created",
+                            "version": 1,
+                            "reason": "11 of 12 recent episodes that performed these steps "
+                            "in order succeeded (lower bound 0.65)",
+                            "evidence": ["ep-fix-login-1"],
+                            "details": {},
+                            "created_at": "2026-01-31T12:00:02Z",
+                        }
+                    ],
+                    "next_cursor": None,
+                }
+            ]
+        }
+    )
+
+    skill_id: str = Field(description="The skill")
+    items: list[SkillEventRead] = Field(description="The page's events")
+    next_cursor: str | None = Field(description=NEXT_CURSOR)

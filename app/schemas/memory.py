@@ -15,6 +15,7 @@ from pydantic import (
     ValidationError,
     model_validator,
 )
+from pydantic.config import JsonDict
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from app.schemas.common import Ident, JsonObject, Timestamp
@@ -101,17 +102,43 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
+_SCOPE = (
+    'Where the memory applies: `{"level": "global"}`, `{"level": "session", "session_id": '
+    '...}` or `{"level": "task", "task_id": ...}`, plus other ids (lower-case keys, values of '
+    "1 to 256 characters, at most 16 entries); recall offers it only to requests whose scope "
+    "has the same ids"
+)
+_CONFIDENCE = "How sure the source is, 0 to 1"
+_SENSITIVITY = (
+    "Who may read it: keys read up to their max_sensitivity (low < medium < high < restricted)"
+)
+_CRITICALITY = (
+    "How much it matters, 0 to 1; high criticality ranks first and is never dropped lightly"
+)
+
+
 class MemoryFields(Strict):
-    content: Annotated[str, StringConstraints(min_length=1)]
-    confidence: Unit = 0.8
-    sensitivity: Sensitivity = Sensitivity.LOW
-    criticality: Unit = 0.5
-    valid_from: Timestamp | None = None
-    valid_until: Timestamp | None = None
-    source_refs: list[Annotated[str, StringConstraints(min_length=1, max_length=512)]] = Field(
-        default_factory=list, max_length=64
+    content: Annotated[str, StringConstraints(min_length=1)] = Field(
+        description="The memory itself, as text recall hands back (at least 1 character)"
     )
-    metadata: JsonObject = Field(default_factory=dict)
+    confidence: Unit = Field(default=0.8, description=_CONFIDENCE + " (default 0.8)")
+    sensitivity: Sensitivity = Field(
+        default=Sensitivity.LOW, description=_SENSITIVITY + " (default low)"
+    )
+    criticality: Unit = Field(default=0.5, description=_CRITICALITY + " (default 0.5)")
+    valid_from: Timestamp | None = Field(
+        default=None, description="Not recalled before this time (ISO 8601 with a timezone)"
+    )
+    valid_until: Timestamp | None = Field(
+        default=None,
+        description="Expires at this time (ISO 8601 with a timezone), after `valid_from`",
+    )
+    source_refs: list[Annotated[str, StringConstraints(min_length=1, max_length=512)]] = Field(
+        default_factory=list,
+        max_length=64,
+        description="Where it came from (URLs, episode ids; at most 64 of 512 characters)",
+    )
+    metadata: JsonObject = Field(default_factory=dict, description="Free-form JSON object")
 
     @model_validator(mode="after")
     def _window(self) -> MemoryFields:
@@ -121,42 +148,113 @@ class MemoryFields(Strict):
 
 
 class MemoryCreate(MemoryFields):
-    id: Ident | None = None
-    type: MemoryType
-    scope: Scope = Field(default_factory=lambda: {"level": "global"})
+    """A memory to store."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "type": "constraint",
+                    "content": "Never run migrations against the production database",
+                    "scope": {"level": "global"},
+                    "confidence": 0.95,
+                    "criticality": 0.9,
+                    "sensitivity": "low",
+                    "source_refs": ["runbook/deploy.md"],
+                }
+            ]
+        }
+    )
+
+    id: Ident | None = Field(
+        default=None,
+        description="Client-chosen id (letters, digits, `._:-`, at most 64); null: assigned",
+    )
+    type: MemoryType = Field(
+        description="What kind of memory: recall treats constraints as rules, preferences "
+        "and facts as context, the rest as background"
+    )
+    scope: Scope = Field(
+        default_factory=lambda: {"level": "global"}, description=_SCOPE + " (default global)"
+    )
 
 
 class MemorySupersede(MemoryFields):
     """The new version; fields left out keep the old version's values, except content."""
 
-    confidence: Unit | None = None  # type: ignore[assignment]
-    sensitivity: Sensitivity | None = None  # type: ignore[assignment]
-    criticality: Unit | None = None  # type: ignore[assignment]
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"content": "Migrations run only from the release pipeline"}]
+        }
+    )
+
+    confidence: Unit | None = Field(  # type: ignore[assignment]
+        default=None, description=_CONFIDENCE + "; null keeps the old version's"
+    )
+    sensitivity: Sensitivity | None = Field(  # type: ignore[assignment]
+        default=None, description=_SENSITIVITY + "; null keeps the old version's"
+    )
+    criticality: Unit | None = Field(  # type: ignore[assignment]
+        default=None, description=_CRITICALITY + "; null keeps the old version's"
+    )
+
+
+_MEMORY: JsonDict = {
+    "id": "mem-deploy-rule",
+    "type": "constraint",
+    "scope": {"level": "global"},
+    "content": "Never run migrations against the production database",
+    "status": "active",
+    "confidence": 0.95,
+    "sensitivity": "low",
+    "criticality": 0.9,
+    "valid_from": None,
+    "valid_until": None,
+    "source_refs": ["runbook/deploy.md"],
+    "metadata": {},
+    "version": 1,
+    "previous_id": None,
+    "superseded_by": None,
+    "token_estimate": 12,
+    "use_count": 3,
+    "last_used_at": "2026-01-31T12:00:00Z",
+    "reward_count": 2,
+    "reward_mean": 0.8,
+    "created_at": "2026-01-30T09:00:00Z",
+    "updated_at": "2026-01-31T12:00:00Z",
+    "redacted": False,
+}
 
 
 class MemoryRead(BaseModel):
-    id: str
-    type: MemoryType
-    scope: dict[str, str]
-    content: str
-    status: MemoryStatus
-    confidence: float
-    sensitivity: Sensitivity
-    criticality: float
-    valid_from: datetime | None
-    valid_until: datetime | None
-    source_refs: list[str]
-    metadata: dict[str, Any]
-    version: int
-    previous_id: str | None
-    superseded_by: str | None
-    token_estimate: int
-    use_count: int
-    last_used_at: datetime | None
-    reward_count: int
-    reward_mean: float | None
-    created_at: datetime
-    updated_at: datetime
+    """A stored memory."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [_MEMORY]})
+
+    id: str = Field(description="The memory's id (each version has its own)")
+    type: MemoryType = Field(description="What kind of memory")
+    scope: dict[str, str] = Field(description="Where it applies (`level` and ids)")
+    content: str = Field(description="The memory's text; empty when `redacted`")
+    status: MemoryStatus = Field(
+        description="Only `active` ones are recalled (quarantined ones for re-verification)"
+    )
+    confidence: float = Field(description=_CONFIDENCE)
+    sensitivity: Sensitivity = Field(description=_SENSITIVITY)
+    criticality: float = Field(description="How much it matters, 0 to 1")
+    valid_from: datetime | None = Field(description="Not recalled before (UTC); null: always")
+    valid_until: datetime | None = Field(description="Expiry (UTC); null: never")
+    source_refs: list[str] = Field(description="Where it came from")
+    metadata: dict[str, Any] = Field(description="As sent; empty when `redacted`")
+    version: int = Field(description="1 for a first version, +1 per supersede")
+    previous_id: str | None = Field(description="The version it replaced; null for a first one")
+    superseded_by: str | None = Field(description="The version that replaced it; null if current")
+    token_estimate: int = Field(description="Tokens its content costs in a recall budget")
+    use_count: int = Field(description="Times recall selected it")
+    last_used_at: datetime | None = Field(description="Last selected (UTC); null: never")
+    reward_count: int = Field(description="Rewards of recalls that selected it")
+    reward_mean: float | None = Field(description="Their mean; null without any")
+    created_at: datetime = Field(description="When it was stored (UTC)")
+    updated_at: datetime = Field(description="Last change (UTC)")
     redacted: bool = Field(
         default=False,
         description="Content and metadata withheld: the memory is more sensitive than the "
@@ -164,34 +262,98 @@ class MemoryRead(BaseModel):
     )
 
 
+NEXT_CURSOR = "Pass as `cursor` for the next page; null on the last page"
+
+
 class MemoryPage(BaseModel):
-    items: list[MemoryRead]
-    next_cursor: str | None
+    """A page of memories, newest first."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"items": [_MEMORY], "next_cursor": None}]}
+    )
+
+    items: list[MemoryRead] = Field(description="The page's memories")
+    next_cursor: str | None = Field(description=NEXT_CURSOR)
 
 
 class MemorySearch(Strict):
-    query: Annotated[str, StringConstraints(min_length=1, max_length=2048)]
-    types: list[MemoryType] | None = None
-    scope: Scope | None = None
-    statuses: list[MemoryStatus] = Field(default_factory=lambda: [MemoryStatus.ACTIVE])
-    max_sensitivity: Sensitivity = Sensitivity.HIGH
-    limit: Annotated[int, Field(ge=1, le=100)] = 10
+    """A ranked full-text search."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"query": "production database migrations", "types": ["constraint"]}]
+        }
+    )
+
+    query: Annotated[str, StringConstraints(min_length=1, max_length=2048)] = Field(
+        description="Words to search for (1 to 2048 characters)"
+    )
+    types: list[MemoryType] | None = Field(default=None, description="Only these types; null: all")
+    scope: Scope | None = Field(
+        default=None, description="Only memories with these scope entries; null: any scope"
+    )
+    statuses: list[MemoryStatus] = Field(
+        default_factory=lambda: [MemoryStatus.ACTIVE],
+        description="Only these statuses (default: active)",
+    )
+    max_sensitivity: Sensitivity = Field(
+        default=Sensitivity.HIGH,
+        description="The most sensitive memories to include (default high), capped at the key's",
+    )
+    limit: Annotated[int, Field(ge=1, le=100)] = Field(
+        default=10, description="Hits to return, 1 to 100 (default 10)"
+    )
 
 
 class ScoreParts(BaseModel):
-    text: float
-    criticality: float
-    confidence: float
-    value: float
-    staleness: float
+    """What a hit's score is made of."""
+
+    text: float = Field(description="Text relevance relative to the best match, 0 to 1")
+    criticality: float = Field(description="The memory's criticality, 0 to 1")
+    confidence: float = Field(description="The memory's confidence, 0 to 1")
+    value: float = Field(
+        description="Learned value, 0 to 1: (mean reward + 1) / 2, 0.5 before any reward"
+    )
+    staleness: float = Field(
+        description="Age penalty, 0 (new) to 1 (at or past the staleness horizon)"
+    )
 
 
 class MemoryHit(BaseModel):
-    memory: MemoryRead
-    score: float
-    parts: ScoreParts
+    """One search hit."""
+
+    memory: MemoryRead = Field(description="The memory found")
+    score: float = Field(description="Rank score, higher first")
+    parts: ScoreParts = Field(description="The score's parts")
 
 
 class MemorySearchResult(BaseModel):
-    query_terms: list[str]
-    hits: list[MemoryHit]
+    """Search hits, best first."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "query_terms": ["production", "database", "migrations"],
+                    "hits": [
+                        {
+                            "memory": _MEMORY,
+                            "score": 0.82,
+                            "parts": {
+                                "text": 0.7,
+                                "criticality": 0.9,
+                                "confidence": 0.95,
+                                "value": 0.1,
+                                "staleness": 0.0,
+                            },
+                        }
+                    ],
+                }
+            ]
+        }
+    )
+
+    query_terms: list[str] = Field(
+        description="The query's words as searched: lower-cased, stop words and repeats removed"
+    )
+    hits: list[MemoryHit] = Field(description="At most `limit` hits, best first")

@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic.config import JsonDict
 
 from app.schemas.common import MAX_LATENCY_MS, MAX_TOKENS, Ident, Name
 from app.schemas.memory import MemoryType, Scope, Sensitivity
@@ -17,70 +18,188 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
+NEXT_CURSOR = "Pass as `cursor` for the next page; null on the last page"
+_MODE = (
+    "How to use it: `constraint` (a rule to obey), `context` (use as background for this "
+    "task), `background` (low priority), `reverify_before_use` (suspect: check it first)"
+)
+
+
 class RecallRequest(Strict):
-    task: Annotated[str, StringConstraints(min_length=1, max_length=4096)]
-    task_id: Name | None = None
-    agent_id: Name | None = None
-    task_type: Name | None = None
-    scope: Scope = Field(default_factory=dict)
-    types: list[MemoryType] | None = None
-    token_budget: Annotated[int, Field(ge=1, le=1_000_000)]
-    k: Annotated[int, Field(ge=1, le=100)] = 10
-    max_sensitivity: Sensitivity = Sensitivity.HIGH
+    """A task to recall memories for, under a token budget."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "task": "Fix the login redirect loop in the web app",
+                    "task_id": "fix-login-bug",
+                    "agent_id": "coder-1",
+                    "task_type": "code_fix",
+                    "scope": {"level": "task", "task_id": "fix-login-bug"},
+                    "token_budget": 800,
+                    "k": 8,
+                }
+            ]
+        }
+    )
+
+    task: Annotated[str, StringConstraints(min_length=1, max_length=4096)] = Field(
+        description="What the agent is about to do, in words (1 to 4096 characters)"
+    )
+    task_id: Name | None = Field(
+        default=None,
+        description="The task's id: rewards and episodes of the task score this recall",
+    )
+    agent_id: Name | None = Field(default=None, description="The agent asking")
+    task_type: Name | None = Field(
+        default=None, description="Kind of task: skills learned for it are offered"
+    )
+    scope: Scope = Field(
+        default_factory=dict,
+        description="The request's scope ids (`session_id`, `task_id`, ...): memories "
+        "scoped to other ids are left out, global ones always apply",
+    )
+    types: list[MemoryType] | None = Field(
+        default=None, description="Only these memory types; null: all"
+    )
+    token_budget: Annotated[int, Field(ge=1, le=1_000_000)] = Field(
+        description="Tokens the selected memories may take in all (1 to 1,000,000)"
+    )
+    k: Annotated[int, Field(ge=1, le=100)] = Field(
+        default=10, description="At most this many memories selected (1 to 100, default 10)"
+    )
+    max_sensitivity: Sensitivity = Field(
+        default=Sensitivity.HIGH,
+        description="The most sensitive memories to consider (default high), capped at the key's",
+    )
 
 
 class RecalledMemory(BaseModel):
-    memory_id: str
-    type: MemoryType
-    content: str
-    scope: dict[str, str]
-    mode: Mode
-    score: float
-    reason: str
+    """A memory the policy selected."""
+
+    memory_id: str = Field(description="The memory's id")
+    type: MemoryType = Field(description="Its type")
+    content: str = Field(description="Its text")
+    scope: dict[str, str] = Field(description="Its scope")
+    mode: Mode = Field(description=_MODE)
+    score: float = Field(description="The policy's score for it, higher first")
+    reason: str = Field(description="Why it was selected, for people to read")
     probability: float = Field(description="P(this memory is selected) under the policy")
-    token_estimate: int
+    token_estimate: int = Field(description="Tokens it takes from the budget")
     metadata: dict[str, Any] = Field(
         default_factory=dict, description="The memory's metadata (a skill's steps, for one)"
     )
 
 
 class SuppressedMemory(BaseModel):
-    memory_id: str
-    reason: str
-    probability: float
+    """A candidate the policy left out."""
+
+    memory_id: str = Field(description="The memory's id")
+    reason: str = Field(
+        description="Why it was left out (`over k`, `over the token budget`, its status, ...)"
+    )
+    probability: float = Field(description="P(it would have been selected) under the policy")
 
 
 class PolicyRef(BaseModel):
-    id: str
-    version: int
+    """The policy that made a decision."""
+
+    id: str = Field(description="Policy id (see /v1/policies)")
+    version: int = Field(description="Policy version")
 
 
 class RecallResponse(BaseModel):
-    recall_id: str
-    policy: PolicyRef
-    token_budget: int
-    tokens_used: int
-    selected: list[RecalledMemory]
-    suppressed: list[SuppressedMemory]
+    """The memories to use for the task, and how they were chosen."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "recall_id": "rc_01HZX3",
+                    "policy": {"id": "baseline_v0", "version": 1},
+                    "token_budget": 800,
+                    "tokens_used": 12,
+                    "selected": [
+                        {
+                            "memory_id": "mem-deploy-rule",
+                            "type": "constraint",
+                            "content": "Never run migrations against the production database",
+                            "scope": {"level": "global"},
+                            "mode": "constraint",
+                            "score": 0.91,
+                            "reason": "constraint: a rule to respect "
+                            "(type or sensitivity, criticality >= 0.7)",
+                            "probability": 0.98,
+                            "token_estimate": 12,
+                            "metadata": {},
+                        }
+                    ],
+                    "suppressed": [],
+                    "propensity": 0.98,
+                }
+            ]
+        }
+    )
+
+    recall_id: str = Field(description="This decision's id: send it with the reward")
+    policy: PolicyRef = Field(description="The policy that chose")
+    token_budget: int = Field(description="The budget asked for")
+    tokens_used: int = Field(description="Tokens the selected memories take (at most the budget)")
+    selected: list[RecalledMemory] = Field(description="The memories to use, in priority order")
+    suppressed: list[SuppressedMemory] = Field(description="Candidates left out, and why")
     propensity: float = Field(description="P(this exact selection) under the policy")
 
 
 class Signals(Strict):
-    task_success: bool | None = None
-    unsafe_action: bool | None = None
-    stale_memory_error: bool | None = None
-    tokens_used: Annotated[int, Field(ge=0, le=MAX_TOKENS)] | None = None
-    latency_ms: Annotated[float, Field(ge=0, le=MAX_LATENCY_MS)] | None = None
-    user_correction: bool | None = None
-    user_rating: Annotated[float, Field(ge=-1, le=1)] | None = None
+    """What happened after a recall; the reward spec turns these into a scalar."""
+
+    task_success: bool | None = Field(default=None, description="Did the task succeed (+1 / -1)")
+    unsafe_action: bool | None = Field(
+        default=None, description="Did the agent do something unsafe (-2)"
+    )
+    stale_memory_error: bool | None = Field(
+        default=None, description="Did an out-of-date memory cause an error (-1)"
+    )
+    tokens_used: Annotated[int, Field(ge=0, le=MAX_TOKENS)] | None = Field(
+        default=None, description="Tokens the task used (-0.0001 each; 0 to 10^12)"
+    )
+    latency_ms: Annotated[float, Field(ge=0, le=MAX_LATENCY_MS)] | None = Field(
+        default=None, description="Milliseconds the task took (-0.001 each; 0 to a year)"
+    )
+    user_correction: bool | None = Field(
+        default=None, description="Did a person correct the agent (kept with the reward)"
+    )
+    user_rating: Annotated[float, Field(ge=-1, le=1)] | None = Field(
+        default=None, description="A person's rating, -1 to 1 (kept with the reward)"
+    )
 
 
 class RewardCreate(Strict):
-    recall_id: Ident | None = None
-    task_id: Name | None = None
-    episode_id: Ident | None = None
-    value: Annotated[float, Field(ge=-1_000_000, le=1_000_000)] | None = None
-    signals: Signals | None = None
+    """A reward for a recall, an episode, or a task; give an id and a value or signals."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "recall_id": "rc_01HZX3",
+                    "signals": {"task_success": True, "tokens_used": 4200},
+                },
+                {"task_id": "fix-login-bug", "value": 1.0},
+            ]
+        }
+    )
+
+    recall_id: Ident | None = Field(default=None, description="The recall to score")
+    task_id: Name | None = Field(
+        default=None, description="Score the task: its pending recalls and its episodes"
+    )
+    episode_id: Ident | None = Field(default=None, description="The episode to score")
+    value: Annotated[float, Field(ge=-1_000_000, le=1_000_000)] | None = Field(
+        default=None,
+        description="The scalar reward (-10^6 to 10^6); replaces the signals' sum when given",
+    )
+    signals: Signals | None = Field(default=None, description="What happened, scored by the spec")
 
     @model_validator(mode="after")
     def _shape(self) -> RewardCreate:
@@ -96,61 +215,134 @@ class RewardCreate(Strict):
 class EpisodeScore(BaseModel):
     """One episode's reward under the episode spec."""
 
-    reward_id: str
-    episode_id: str
-    scalar: float
-    components: dict[str, float]
-    spec_version: str
+    reward_id: str = Field(description="The reward")
+    episode_id: str = Field(description="The episode it scored")
+    scalar: float = Field(description="The episode's reward")
+    components: dict[str, float] = Field(description="The scalar's parts by name")
+    spec_version: str = Field(description="The spec that computed it (`episode-v1`)")
+
+
+_REWARD: JsonDict = {
+    "id": "rw_01HZX4",
+    "recall_id": "rc_01HZX3",
+    "task_id": None,
+    "episode_id": None,
+    "value": None,
+    "signals": {"task_success": True, "tokens_used": 4200},
+    "scalar": 0.58,
+    "components": {"task_success": 1.0, "tokens_used": -0.42},
+    "spec_version": "recall-v1",
+    "completed_recalls": ["rc_01HZX3"],
+    "episodes": [],
+    "created_at": "2026-01-31T12:05:00Z",
+}
 
 
 class RewardRead(BaseModel):
-    id: str
-    recall_id: str | None
-    task_id: str | None
-    episode_id: str | None = None
-    value: float | None
-    signals: dict[str, Any]
-    scalar: float
-    components: dict[str, float]
-    spec_version: str
-    completed_recalls: list[str]
+    """A stored reward and what it scored."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [_REWARD]})
+
+    id: str = Field(description="The reward's id")
+    recall_id: str | None = Field(description="The recall it names; null if none")
+    task_id: str | None = Field(description="The task it names; null if none")
+    episode_id: str | None = Field(default=None, description="The episode it names; null if none")
+    value: float | None = Field(description="The value sent; null if only signals were")
+    signals: dict[str, Any] = Field(description="The signals sent")
+    scalar: float = Field(description="The reward under the recall spec")
+    components: dict[str, float] = Field(description="The scalar's parts by signal")
+    spec_version: str = Field(description="The spec that computed it (`recall-v1`)")
+    completed_recalls: list[str] = Field(description="Recalls whose transitions it completed")
     episodes: list[EpisodeScore] = Field(
         default_factory=list, description="The episodes this reward scored (spec episode-v1)"
     )
-    created_at: datetime
+    created_at: datetime = Field(description="When it was stored (UTC)")
 
 
 class RewardPage(BaseModel):
-    items: list[RewardRead]
-    next_cursor: str | None
+    """A page of rewards, newest first."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"items": [_REWARD], "next_cursor": None}]}
+    )
+
+    items: list[RewardRead] = Field(description="The page's rewards")
+    next_cursor: str | None = Field(description=NEXT_CURSOR)
 
 
 class PolicyRead(BaseModel):
-    id: str
-    version: int
-    description: str
-    action_space: dict[str, Any]
-    settings: dict[str, Any]
+    """A recall policy."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "id": "baseline_v0",
+                    "version": 1,
+                    "description": "Greedy by score under the budget, with epsilon swaps",
+                    "action_space": {"modes": ["constraint", "context"]},
+                    "settings": {"epsilon": 0.1},
+                }
+            ]
+        }
+    )
+
+    id: str = Field(description="Policy id")
+    version: int = Field(description="Policy version")
+    description: str = Field(description="How it chooses, for people to read")
+    action_space: dict[str, Any] = Field(description="What it can decide per candidate")
+    settings: dict[str, Any] = Field(description="Its configured parameters")
+
+
+_TRANSITION: JsonDict = {
+    "id": "rc_01HZX3",
+    "task_id": "fix-login-bug",
+    "agent_id": "coder-1",
+    "task_type": "code_fix",
+    "policy_id": "baseline_v0",
+    "policy_version": 1,
+    "state": {"token_budget": 800},
+    "action": {"selected": ["mem-deploy-rule"]},
+    "propensity": 0.98,
+    "status": "completed",
+    "reward": 0.58,
+    "reward_id": "rw_01HZX4",
+    "next_id": None,
+    "created_at": "2026-01-31T12:00:00Z",
+    "completed_at": "2026-01-31T12:05:00Z",
+}
 
 
 class TransitionRead(BaseModel):
-    id: str
-    task_id: str | None
-    agent_id: str | None
-    task_type: str | None
-    policy_id: str
-    policy_version: int
-    state: dict[str, Any]
-    action: dict[str, Any]
-    propensity: float
-    status: Literal["pending", "completed"]
-    reward: float | None
-    reward_id: str | None
-    next_id: str | None
-    created_at: datetime
-    completed_at: datetime | None
+    """One logged recall decision (an RL transition)."""
+
+    id: str = Field(description="The recall's id")
+    task_id: str | None = Field(description="The recall's task; null if not given")
+    agent_id: str | None = Field(description="The recall's agent; null if not given")
+    task_type: str | None = Field(description="The recall's task type; null if not given")
+    policy_id: str = Field(description="The logging policy")
+    policy_version: int = Field(description="Its version")
+    state: dict[str, Any] = Field(description="What the policy saw: request and candidates")
+    action: dict[str, Any] = Field(description="What it chose: selection, modes, probabilities")
+    propensity: float = Field(description="P(this exact selection) under the policy")
+    status: Literal["pending", "completed"] = Field(
+        description="`pending` until a reward completes it"
+    )
+    reward: float | None = Field(description="The reward's scalar; null while pending")
+    reward_id: str | None = Field(description="The completing reward; null while pending")
+    next_id: str | None = Field(
+        description="The task's next recall made before this one was rewarded; null if none"
+    )
+    created_at: datetime = Field(description="When the recall was made (UTC)")
+    completed_at: datetime | None = Field(description="When rewarded (UTC); null while pending")
 
 
 class TransitionPage(BaseModel):
-    items: list[TransitionRead]
-    next_cursor: str | None
+    """A page of transitions, oldest first."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"items": [_TRANSITION], "next_cursor": None}]}
+    )
+
+    items: list[TransitionRead] = Field(description="The page's transitions")
+    next_cursor: str | None = Field(description=NEXT_CURSOR)

@@ -187,7 +187,7 @@ async def test_every_operation_documents_its_422_in_the_error_shape(
     client: httpx.AsyncClient,
 ) -> None:
     doc = (await client.get("/openapi.json")).json()
-    error = {"$ref": "#/components/schemas/ErrorModel"}
+    error = {"$ref": "#/components/schemas/ValidationErrorModel"}
     for operations in doc["paths"].values():
         for operation in operations.values():
             assert operation["responses"]["422"]["content"]["application/json"]["schema"] == error

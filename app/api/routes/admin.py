@@ -19,6 +19,7 @@ from app.api.deps import (
     replayed,
     write_session,
 )
+from app.api.params import AuditNamespace, Cursor, KeysNamespace, Limit, path_id
 from app.core.errors import error_responses
 from app.schemas.admin import AuditPage, KeyCreate, KeyCreated, KeyPage, KeyRead
 from app.schemas.common import stored_ident
@@ -28,7 +29,6 @@ from app.services.idempotency import IDEMPOTENCY_HEADER
 from app.services.keys import KeyService
 
 router = APIRouter(prefix="/v1", tags=["admin"])
-Limit = Annotated[int | None, Query(ge=1)]
 
 
 @router.post(
@@ -60,8 +60,8 @@ async def list_keys(
     principal: AdminDep,
     session: SessionDep,
     settings: SettingsDep,
-    namespace: str | None = None,
-    cursor: str | None = None,
+    namespace: KeysNamespace = None,
+    cursor: Cursor = None,
     limit: Limit = None,
 ) -> KeyPage:
     """Keys, newest first (never the keys themselves); operators may name any namespace."""
@@ -74,7 +74,10 @@ async def list_keys(
     "/keys/{key_id}/revoke", response_model=KeyRead, responses=error_responses(401, 403, 404, 503)
 )
 async def revoke_key(
-    key_id: str, principal: AdminDep, state: StateDep, request: Request
+    key_id: Annotated[str, path_id("key", "key_01HZXB")],
+    principal: AdminDep,
+    state: StateDep,
+    request: Request,
 ) -> KeyRead:
     """Revoke a key: it stops working at once on this server (other servers: within
     their key cache's lifetime, ENGRAM_AUTH_CACHE_TTL_S)."""
@@ -91,9 +94,11 @@ async def list_audit(
     principal: AdminDep,
     session: SessionDep,
     settings: SettingsDep,
-    action: str | None = None,
-    namespace: str | None = None,
-    cursor: str | None = None,
+    action: Annotated[
+        str | None, Query(description="Only this action (`key.create`, `request.denied`, ...)")
+    ] = None,
+    namespace: AuditNamespace = None,
+    cursor: Cursor = None,
     limit: Limit = None,
 ) -> AuditPage:
     """Audit events, newest first: an admin sees its namespace's, an operator every one."""

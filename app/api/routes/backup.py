@@ -10,15 +10,21 @@ from app.core.errors import error_responses
 from app.services import audit, backup
 
 router = APIRouter(prefix="/v1/admin", tags=["admin"])
+ARCHIVE = {
+    "type": "string",
+    "contentMediaType": "application/gzip",
+    "description": "tar.gz of every table (JSON lines) and payload; `X-Engram-Rows` counts rows",
+}
 
 
 @router.get(
     "/backup",
+    response_class=StreamingResponse,
     responses={
         **error_responses(401, 403, 503),
         200: {
             "description": "A gzip-compressed tar, streamed (restore it with `engram restore`)",
-            "content": {"application/gzip": {}},
+            "content": {"application/gzip": {"schema": ARCHIVE}},
         },
     },
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Response, status
+from fastapi import APIRouter, Query, Response, status
 
 from app.api.deps import (
     AgentDep,
@@ -17,8 +17,9 @@ from app.api.deps import (
     page_size,
 )
 from app.api.fast import Answer, fast_post
+from app.api.params import AgentId, Cursor, Limit, Since, TaskId, TaskType, Until, path_id
 from app.core.errors import InvalidInput, error_responses
-from app.schemas.common import Timestamp, stored_ident
+from app.schemas.common import stored_ident
 from app.schemas.episode import (
     EpisodeComplete,
     EpisodeCreate,
@@ -40,7 +41,7 @@ def _episode_id(value: str) -> str:
     return stored_ident(value, what="episode")
 
 
-EpisodeId = Annotated[str, Path(description="Episode id")]
+EpisodeId = Annotated[str, path_id("episode", "ep-fix-login-1")]
 
 
 @fast_post(
@@ -71,15 +72,18 @@ async def list_episodes(
     service: EpisodeServiceDep,
     session: SessionDep,
     settings: SettingsDep,
-    task_id: str | None = None,
-    agent_id: str | None = None,
-    task_type: str | None = None,
-    outcome: Outcome | None = None,
-    status_: Annotated[EpisodeStatus | None, Query(alias="status")] = None,
-    since: Annotated[Timestamp | None, Query(description="created at or after")] = None,
-    until: Annotated[Timestamp | None, Query(description="created before")] = None,
-    cursor: str | None = None,
-    limit: Annotated[int | None, Query(ge=1)] = None,
+    task_id: TaskId = None,
+    agent_id: AgentId = None,
+    task_type: TaskType = None,
+    outcome: Annotated[Outcome | None, Query(description="Only those with this outcome")] = None,
+    status_: Annotated[
+        EpisodeStatus | None,
+        Query(alias="status", description="`open` (no outcome yet) or `completed`"),
+    ] = None,
+    since: Since = None,
+    until: Until = None,
+    cursor: Cursor = None,
+    limit: Limit = None,
 ) -> EpisodePage:
     """List episodes, newest first, with filters and a keyset cursor."""
     size = page_size(limit, settings)

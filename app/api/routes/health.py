@@ -9,6 +9,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
 from app.api.deps import StateDep
+from app.schemas.service import Health, Readiness
 
 router = APIRouter(tags=["health"])
 
@@ -17,7 +18,7 @@ router = APIRouter(tags=["health"])
 PUBLIC: dict[str, Any] = {"security": []}
 
 
-@router.get("/health", openapi_extra=PUBLIC)
+@router.get("/health", response_model=Health, openapi_extra=PUBLIC)
 async def health() -> dict[str, str]:
     """Liveness: the process answers."""
     return {"status": "ok"}
@@ -30,7 +31,11 @@ async def health_head() -> Response:
 
 
 @router.get(
-    "/ready", responses={503: {"description": "A store does not answer"}}, openapi_extra=PUBLIC
+    "/ready",
+    response_model=Readiness,
+    response_model_exclude_none=True,
+    responses={503: {"model": Readiness, "description": "A store does not answer"}},
+    openapi_extra=PUBLIC,
 )
 async def ready(state: StateDep) -> Any:
     """Readiness: both stores answer."""

@@ -18,6 +18,7 @@ from app.api.deps import (
     page_size,
     write_session,
 )
+from app.api.params import Cursor, EpisodeIdFilter, Limit, Offset, TaskType, path_id
 from app.core.errors import InvalidInput, error_responses
 from app.schemas.common import stored_ident
 from app.schemas.learning import (
@@ -41,7 +42,8 @@ from app.services.jobs import PASS, JobService, enqueue
 from app.services.reflect import KnowledgeService, run_pass
 
 router = APIRouter(prefix="/v1", tags=["learning"])
-Offset = Annotated[int, Query(ge=0, le=1_000_000)]
+SkillId = Annotated[str, path_id("skill", "sk_01HZX8")]
+JobId = Annotated[str, path_id("job", "job_01HZX5")]
 # Compared with a 32-bit column: PostgreSQL refuses a larger parameter.
 INT32_MAX = 2**31 - 1
 
@@ -102,10 +104,10 @@ async def list_reflections(
     principal: ReaderDep,
     session: SessionDep,
     settings: SettingsDep,
-    episode_id: str | None = None,
-    task_type: str | None = None,
-    cursor: str | None = None,
-    limit: Annotated[int | None, Query(ge=1)] = None,
+    episode_id: EpisodeIdFilter = None,
+    task_type: TaskType = None,
+    cursor: Cursor = None,
+    limit: Limit = None,
 ) -> ReflectionPage:
     """Per-episode reflections (memories of type reflection), newest first."""
     return await KnowledgeService(session).reflections(
@@ -123,12 +125,22 @@ async def list_patterns(
     principal: ReaderDep,
     session: SessionDep,
     settings: SettingsDep,
-    kind: PatternKind | None = None,
-    task_type: str | None = None,
-    min_support: Annotated[int | None, Query(ge=1, le=INT32_MAX)] = None,
-    sort: PatternSort = "support",
+    kind: Annotated[PatternKind | None, Query(description="Only this kind; left out: all")] = None,
+    task_type: TaskType = None,
+    min_support: Annotated[
+        int | None,
+        Query(
+            ge=1,
+            le=INT32_MAX,
+            description="Only patterns seen in at least this many episodes; never below "
+            "ENGRAM_LEARNING__MIN_SUPPORT",
+        ),
+    ] = None,
+    sort: Annotated[
+        PatternSort, Query(description="Best first by this (default `support`)")
+    ] = "support",
     offset: Offset = 0,
-    limit: Annotated[int | None, Query(ge=1)] = None,
+    limit: Limit = None,
 ) -> PatternPage:
     """Mined patterns with at least the minimum support, best first by `sort`."""
     floor = max(min_support or 0, settings.learning.min_support)
@@ -148,11 +160,15 @@ async def list_skills(
     principal: ReaderDep,
     session: SessionDep,
     settings: SettingsDep,
-    status: SkillStatus | None = None,
-    task_type: str | None = None,
-    sort: SkillSort = "created_at",
+    status: Annotated[
+        SkillStatus | None, Query(description="Only this status; left out: all")
+    ] = None,
+    task_type: TaskType = None,
+    sort: Annotated[
+        SkillSort, Query(description="Highest first by this (default `created_at`: newest)")
+    ] = "created_at",
     offset: Offset = 0,
-    limit: Annotated[int | None, Query(ge=1)] = None,
+    limit: Limit = None,
 ) -> SkillPage:
     """Skills, filtered by status and task type."""
     return await KnowledgeService(session).skills(
@@ -168,7 +184,7 @@ async def list_skills(
 @router.get(
     "/skills/{skill_id}", response_model=SkillRead, responses=error_responses(401, 404, 503)
 )
-async def get_skill(skill_id: str, principal: ReaderDep, session: SessionDep) -> SkillRead:
+async def get_skill(skill_id: SkillId, principal: ReaderDep, session: SessionDep) -> SkillRead:
     """One skill with its steps, trigger and statistics."""
     skill_id = stored_ident(skill_id, what="skill")
     return await KnowledgeService(session).skill(principal.namespace, skill_id)
@@ -180,12 +196,12 @@ async def get_skill(skill_id: str, principal: ReaderDep, session: SessionDep) ->
     responses=error_responses(401, 404, 422, 503),
 )
 async def skill_history(
-    skill_id: str,
+    skill_id: SkillId,
     principal: ReaderDep,
     session: SessionDep,
     settings: SettingsDep,
-    cursor: str | None = None,
-    limit: Annotated[int | None, Query(ge=1)] = None,
+    cursor: Cursor = None,
+    limit: Limit = None,
 ) -> SkillHistory:
     """Every change of the skill, oldest first, with its reason and evidence episodes."""
     skill_id = stored_ident(skill_id, what="skill")
@@ -199,10 +215,12 @@ async def list_jobs(
     principal: ReaderDep,
     session: SessionDep,
     settings: SettingsDep,
-    status: JobStatus | None = None,
-    kind: JobKind | None = None,
-    cursor: str | None = None,
-    limit: Annotated[int | None, Query(ge=1)] = None,
+    status: Annotated[
+        JobStatus | None, Query(description="Only this status; left out: all")
+    ] = None,
+    kind: Annotated[JobKind | None, Query(description="Only this kind; left out: all")] = None,
+    cursor: Cursor = None,
+    limit: Limit = None,
 ) -> JobPage:
     """Background jobs, newest first, with the namespace's counts by status."""
     return await JobService(session).list(
@@ -215,7 +233,7 @@ async def list_jobs(
 
 
 @router.get("/jobs/{job_id}", response_model=JobRead, responses=error_responses(401, 404, 503))
-async def get_job(job_id: str, principal: ReaderDep, session: SessionDep) -> JobRead:
+async def get_job(job_id: JobId, principal: ReaderDep, session: SessionDep) -> JobRead:
     """One job: status, attempts, last error and result."""
     job_id = stored_ident(job_id, what="job")
     return await JobService(session).get(principal.namespace, job_id)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, status
+from fastapi import APIRouter, Query, status
 from fastapi.responses import JSONResponse
 
 from app.api.body import json_bytes
@@ -22,6 +22,7 @@ from app.api.deps import (
     replayed,
 )
 from app.api.fast import Answer, fast_post
+from app.api.params import Cursor, Limit, path_id
 from app.core.errors import InvalidInput, error_responses
 from app.schemas.common import stored_ident
 from app.schemas.filters import MemoryFilters
@@ -43,7 +44,7 @@ from app.services.memories import MemoryService
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
 _SCOPE_PARAM = re.compile(r"^([a-z][a-z0-9_]{0,31}):(.{1,256})$")
-MemoryId = Annotated[str, Path(description="Memory id")]
+MemoryId = Annotated[str, path_id("memory", "mem-deploy-rule")]
 
 
 def _memory_id(value: str) -> str:
@@ -86,14 +87,28 @@ async def list_memories(
     principal: ReaderDep,
     session: SessionDep,
     settings: SettingsDep,
-    type_: Annotated[list[MemoryType] | None, Query(alias="type")] = None,
-    status_: Annotated[list[MemoryStatus] | None, Query(alias="status")] = None,
-    sensitivity: Annotated[list[Sensitivity] | None, Query()] = None,
-    scope: Annotated[
-        list[str] | None, Query(description="key:value; every key given must match")
+    type_: Annotated[
+        list[MemoryType] | None,
+        Query(alias="type", description="Only these types (repeat it for several); left out: all"),
     ] = None,
-    cursor: str | None = None,
-    limit: Annotated[int | None, Query(ge=1)] = None,
+    status_: Annotated[
+        list[MemoryStatus] | None,
+        Query(alias="status", description="Only these statuses (repeatable); left out: all"),
+    ] = None,
+    sensitivity: Annotated[
+        list[Sensitivity] | None,
+        Query(description="Only these sensitivities (repeatable); left out: all"),
+    ] = None,
+    scope: Annotated[
+        list[str] | None,
+        Query(
+            description="`key:value` (e.g. `session_id:s1`), repeatable: only memories whose "
+            "scope has every pair given",
+            examples=[["level:global"]],
+        ),
+    ] = None,
+    cursor: Cursor = None,
+    limit: Limit = None,
 ) -> MemoryPage:
     """List memories, newest first, filtered by type, status, sensitivity and scope."""
     size = page_size(limit, settings)

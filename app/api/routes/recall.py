@@ -20,6 +20,7 @@ from app.api.deps import (
     replayed,
 )
 from app.api.fast import Answer, fast_post
+from app.api.params import Cursor, EpisodeIdFilter, Limit, TaskId
 from app.core.errors import error_responses
 from app.schemas.recall import RecallRequest, RecallResponse, RewardCreate, RewardPage, RewardRead
 from app.services.auth import Principal, Role
@@ -100,11 +101,11 @@ async def list_rewards(
     principal: ReaderDep,
     session: SessionDep,
     settings: SettingsDep,
-    recall_id: str | None = None,
-    task_id: str | None = None,
-    episode_id: str | None = None,
-    cursor: str | None = None,
-    limit: Annotated[int | None, Query(ge=1)] = None,
+    recall_id: Annotated[str | None, Query(description="Only those of this recall id")] = None,
+    task_id: TaskId = None,
+    episode_id: EpisodeIdFilter = None,
+    cursor: Cursor = None,
+    limit: Limit = None,
 ) -> RewardPage:
     """Rewards, newest first."""
     return await RewardService(session).list(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any, Literal
 from urllib.parse import urlencode
 
@@ -9,21 +10,23 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
 
 from app.api.deps import ReaderDep, SessionDep, SettingsDep, StateDep, check_window, page_size
+from app.api.params import Cursor, Limit, PolicyId, Since, TaskType, Until, path_id
 from app.core.errors import error_responses
 from app.learning.features import SCHEMA_VERSION
-from app.schemas.common import Timestamp
 from app.schemas.filters import DatasetFilters
 from app.schemas.recall import PolicyRead, TransitionPage
+from app.schemas.service import DatasetMetadata, dataset_answer
 from app.services import dataset, pagination, policies
 from app.services.transitions import TransitionService
 
 router = APIRouter(prefix="/v1", tags=["rl"])
 MAX_EXPORT = 100_000
+DATASET_ANSWER = dataset_answer({f.media_type: name for name, f in dataset.FORMATS.items()})
 
 
 def _filters(
-    since: Timestamp | None,
-    until: Timestamp | None,
+    since: datetime | None,
+    until: datetime | None,
     policy_id: str | None,
     task_type: str | None,
 ) -> DatasetFilters:
@@ -38,13 +41,16 @@ async def list_transitions(
     principal: ReaderDep,
     session: SessionDep,
     settings: SettingsDep,
-    status: Literal["pending", "completed"] | None = None,
-    since: Timestamp | None = None,
-    until: Timestamp | None = None,
-    policy_id: str | None = None,
-    task_type: str | None = None,
-    cursor: str | None = None,
-    limit: Annotated[int | None, Query(ge=1)] = None,
+    status: Annotated[
+        Literal["pending", "completed"] | None,
+        Query(description="`pending` (not rewarded yet) or `completed`; left out: both"),
+    ] = None,
+    since: Since = None,
+    until: Until = None,
+    policy_id: PolicyId = None,
+    task_type: TaskType = None,
+    cursor: Cursor = None,
+    limit: Limit = None,
 ) -> TransitionPage:
     """Every transition, pending ones included, oldest first."""
     size = page_size(limit, settings)
@@ -59,12 +65,10 @@ async def list_transitions(
 
 @router.get(
     "/rl/dataset",
+    response_class=StreamingResponse,
     responses={
         **error_responses(401, 422, 503),
-        200: {
-            "description": "NDJSON (streamed) or Parquet (attachment); `Link: rel=next` when more",
-            "content": {f.media_type: {} for f in dataset.FORMATS.values()},
-        },
+        200: DATASET_ANSWER,
     },
 )
 async def download_dataset(
@@ -72,15 +76,33 @@ async def download_dataset(
     principal: ReaderDep,
     session: SessionDep,
     state: StateDep,
-    format: dataset.FormatName = "ndjson",
-    table: dataset.TableName = "transitions",
-    since: Timestamp | None = None,
-    until: Timestamp | None = None,
-    policy_id: str | None = None,
-    task_type: str | None = None,
-    cursor: str | None = None,
+    format: Annotated[
+        dataset.FormatName,
+        Query(description="`ndjson` (default: streamed, one JSON row a line) or `parquet`"),
+    ] = "ndjson",
+    table: Annotated[
+        dataset.TableName,
+        Query(
+            description="`transitions` (default: one row per completed recall) or "
+            "`candidates` (one row per recall and candidate)"
+        ),
+    ] = "transitions",
+    since: Since = None,
+    until: Until = None,
+    policy_id: PolicyId = None,
+    task_type: TaskType = None,
+    cursor: Annotated[
+        str | None, Query(description="From the `Link: rel=next` of the previous download")
+    ] = None,
     limit: Annotated[
-        int, Query(ge=1, le=MAX_EXPORT, description="transitions per download")
+        int,
+        Query(
+            ge=1,
+            le=MAX_EXPORT,
+            description="Transitions per download, 1 to 100,000 (default 10,000); the "
+            "candidates table has a row per candidate of each",
+            examples=[10_000],
+        ),
     ] = 10_000,
 ) -> StreamingResponse:
     """Completed transitions for offline RL and off-policy evaluation (see /v1/rl/metadata)."""
@@ -110,7 +132,7 @@ async def download_dataset(
     return StreamingResponse(body, media_type=fmt.media_type, headers=headers)
 
 
-@router.get("/rl/metadata", responses=error_responses(401, 503))
+@router.get("/rl/metadata", response_model=DatasetMetadata, responses=error_responses(401, 503))
 async def dataset_metadata(principal: ReaderDep, settings: SettingsDep) -> dict[str, Any]:
     """Schema version, feature names, vector layouts, action catalogue, reward spec."""
     return dataset.metadata(settings.recall)
@@ -123,6 +145,10 @@ async def list_policies(principal: ReaderDep, settings: SettingsDep) -> list[Pol
 
 
 @router.get("/policies/{policy_id}", response_model=PolicyRead, responses=error_responses(401, 404))
-async def get_policy(policy_id: str, principal: ReaderDep, settings: SettingsDep) -> PolicyRead:
+async def get_policy(
+    policy_id: Annotated[str, path_id("policy", "baseline_v0")],
+    principal: ReaderDep,
+    settings: SettingsDep,
+) -> PolicyRead:
     """One policy."""
     return policies.get(settings.recall, policy_id)
