@@ -82,6 +82,9 @@ def _operator_error(exc: Exception) -> str | None:
 
 def main() -> None:
     try:
+        if sys.argv[1:2] == ["hook"]:  # runs on each tool call of an agent: no store imports
+            cli(sys.argv[1:])
+            return
         # Registered here: they import the stores, whose version checks may refuse.
         _backup_commands()
         cli(sys.argv[1:])

@@ -139,10 +139,11 @@ def redact(value: Any) -> Any:
     return value
 
 
-def _cut(text: str, limit: int) -> str:
-    if len(text) <= limit:
+def _cut(text: str, limit: int, *, total: int) -> str:
+    """`text` (the redacted start of a text of `total` characters) cut to `limit`."""
+    if total <= limit and len(text) <= limit:
         return text
-    return f"{text[:limit]}... [{len(text) - limit} more characters]"
+    return f"{text[:limit]}... [{max(total, len(text)) - limit} more characters]"
 
 
 def scrub(value: Any, *, max_chars: int) -> Any:
@@ -150,10 +151,10 @@ def scrub(value: Any, *, max_chars: int) -> Any:
     `max_chars` becomes its first `max_chars` characters and a marker. Only a slice of a
     long string is scanned (the rules' cost grows with the text)."""
     if isinstance(value, str):
-        return _cut(redact_text(value[: max_chars * 2]), max_chars) if value else value
+        return _cut(redact_text(value[: max_chars * 2]), max_chars, total=len(value))
     if value is None or isinstance(value, bool | int | float):
         return value
     text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
     if len(text) <= max_chars:
         return redact(value)
-    return _cut(redact_text(text[: max_chars * 2]), max_chars)
+    return _cut(redact_text(text[: max_chars * 2]), max_chars, total=len(text))
