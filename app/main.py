@@ -40,6 +40,7 @@ from app.services.auth import Authenticator
 from app.services.episodes import EpisodeService
 from app.services.writer import EpisodeWriter
 from app.storage import BlobStore, open_blob_store
+from app.ui import install_ui
 from app.worker.runner import Worker
 
 log = logging.getLogger("engram")
@@ -205,6 +206,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # The MCP server (streamable HTTP), behind the same middleware as the routes above.
     app.router.routes.append(mcp.route)
     install_docs(app)
+    install_ui(app)
     if metrics is not None:
         # Last: every other request is routed without trying this path first.
         app.state.job_depth = JobDepth(metrics, ttl_s=settings.metrics_cache_s)

@@ -1,0 +1,75 @@
+"""One real `engram serve` for the dashboard's tests, seeded over HTTP, and chromium
+driven by Playwright (skipped, with the reason, where chromium is absent)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.async_api import Browser, async_playwright
+
+from tests.conftest import DB_URL
+from tests.server import EngramServer, reset_database
+from tests.ui import seed
+
+CHROMIUM = os.environ.get("ENGRAM_TEST_CHROMIUM", "/usr/bin/chromium")
+OPERATOR = "egk_dashboard-tests-operator-key-0123456789"
+# Text only namespace beta holds: alpha's pages must never show it.
+MARKER = "zebra-beta-secret"
+
+
+@dataclass
+class Seeded:
+    server: EngramServer
+    keys: seed.Keys
+
+
+@pytest.fixture(scope="package")
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seeded]:
+    if DB_URL:
+        asyncio.run(reset_database(DB_URL))
+    server = EngramServer(
+        tmp_path_factory.mktemp("dashboard"),
+        database_url=DB_URL,
+        ENGRAM_BOOTSTRAP_KEY=OPERATOR,
+        ENGRAM_LOG_REQUESTS="false",
+        # The seed's own learning pass (reflect, wait) learns everything at once.
+        ENGRAM_LEARNING__WORKER="false",
+        # Recalls explore often, and always the same way, so the share shown is not zero.
+        ENGRAM_RECALL__EPSILON="0.5",
+        ENGRAM_RECALL__SEED="3",
+    ).start()
+    try:
+        with httpx.Client(base_url=server.url, timeout=60) as client:
+            keys = seed.keys(client, OPERATOR)
+            seed.history(client, keys.agent)
+            seed.other_namespace(client, keys.other, MARKER)
+        yield Seeded(server, keys)
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="package")
+def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where screenshots go: ENGRAM_TEST_ARTIFACTS, else a directory of this run."""
+    chosen = os.environ.get("ENGRAM_TEST_ARTIFACTS")
+    path = Path(chosen) if chosen else tmp_path_factory.mktemp("screenshots")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Browser]:
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.skip(f"no chromium at {CHROMIUM}: install it or set ENGRAM_TEST_CHROMIUM")
+    async with async_playwright() as p:
+        launched = await p.chromium.launch(executable_path=CHROMIUM)
+        try:
+            yield launched
+        finally:
+            await launched.close()
