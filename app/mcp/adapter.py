@@ -12,7 +12,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp_types import ToolAnnotations
-from pydantic import BaseModel, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from starlette.requests import Request
 
 from app.api.deps import AppState, client_address, write_session
@@ -156,7 +156,10 @@ def function_tool(fn: Callable[..., Awaitable[Any]], *, read_only: bool = False)
     """The tool of `fn` (its name, docstring and annotated parameters), whose refusals of
     arguments name each field as `schema_tool`'s do."""
     plain = Tool.from_function(fn)
-    arguments = plain.fn_metadata.arg_model
+    # Unknown arguments are refused, as the HTTP API refuses unknown fields: a misspelt
+    # one would otherwise be dropped without a word.
+    base = plain.fn_metadata.arg_model
+    arguments = type(base.__name__, (base,), {"model_config": ConfigDict(extra="forbid")})
 
     async def call(ctx: Ctx, sent: dict[str, Any]) -> Any:
         try:
@@ -169,6 +172,7 @@ def function_tool(fn: Callable[..., Awaitable[Any]], *, read_only: bool = False)
         update={
             "fn": call,
             "fn_metadata": _Unparsed(arg_model=arguments),
+            "parameters": arguments.model_json_schema(by_alias=True),
             "context_kwarg": "ctx",
             "annotations": ToolAnnotations(read_only_hint=read_only),
         }

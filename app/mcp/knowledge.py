@@ -50,7 +50,7 @@ async def forget_memory(
 ) -> Any:
     """Forget a memory that is wrong or no longer true: it is kept for history but never
     recalled or found again (a soft delete). Use after `recall` or `search_memories` showed
-    you a memory the user says is outdated. Returns the memory with status `forgotten`."""
+    you a memory the user says is outdated. Returns the memory, status `deleted`."""
     who = await caller(ctx, Role.AGENT, tool="forget_memory")
     state = who.state
 

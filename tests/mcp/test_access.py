@@ -1,0 +1,142 @@
+"""Who may call what over /mcp: the API's keys, roles and namespaces, and RequestGuard's
+refusal of pages of other sites and of foreign host names."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.mcp.conftest import api, bearer, connect, data, error, make_key
+from tests.server import EngramServer
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    },
+}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
+
+
+def write_call(content: str) -> dict[str, Any]:
+    """tools/call write_memory as one JSON-RPC request."""
+    return {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "write_memory", "arguments": {"type": "fact", "content": content}},
+    }
+
+
+@pytest.mark.parametrize("key", [None, "egk_not-a-key-of-this-service"])
+def test_without_a_valid_key_the_answer_is_401(server: EngramServer, key: str | None) -> None:
+    headers = MCP_HEADERS | (bearer(key) if key else {})
+    r = httpx.post(f"{server.url}/mcp", json=INITIALIZE, headers=headers)
+    assert r.status_code == 401
+    assert r.headers["www-authenticate"] == "Bearer"
+    body = r.json()
+    assert body["error"]["message"] in (
+        "an API key is required: send `Authorization: Bearer <key>`",
+        "invalid or revoked API key",
+    )
+    assert body["error"]["data"]["error"] == "Unauthorized"
+
+
+async def test_the_x_api_key_header_is_accepted(server: EngramServer, namespace: str) -> None:
+    key = make_key(server, namespace, "reader")
+    async with connect(f"{server.url}/mcp", headers={"X-API-Key": key}) as client:
+        assert len((await client.list_tools()).tools) == 11
+
+
+async def test_a_reader_key_reads_but_cannot_write(server: EngramServer, namespace: str) -> None:
+    reader = make_key(server, namespace, "reader")
+    async with connect(f"{server.url}/mcp", headers=bearer(reader)) as client:
+        found = data(await client.call_tool("search_memories", {"query": "deploy"}))
+        skills = data(await client.call_tool("list_skills", {}))
+        refused = [
+            error(await client.call_tool("write_memory", {"type": "fact", "content": "x"})),
+            error(await client.call_tool("record_episode", {"task_id": "t", "action": "a"})),
+            error(await client.call_tool("recall", {"task": "t", "token_budget": 100})),
+            error(await client.call_tool("reflect", {})),
+        ]
+    assert found["hits"] == []
+    assert skills["items"] == []
+    for message in refused:
+        assert "this action needs the agent role; the key has reader" in message
+    with api(server, reader) as http:
+        assert http.get("/v1/memories").json()["items"] == []
+        assert http.get("/v1/episodes").json()["items"] == []
+
+
+async def test_another_namespace_is_invisible(server: EngramServer, namespace: str) -> None:
+    mine, theirs = make_key(server, namespace), make_key(server, namespace + "-other")
+    async with connect(f"{server.url}/mcp", headers=bearer(mine)) as client:
+        secret = data(
+            await client.call_tool(
+                "write_memory",
+                {"type": "fact", "content": "The staging password rotates on Fridays"},
+            )
+        )
+    async with connect(f"{server.url}/mcp", headers=bearer(theirs)) as client:
+        found = data(await client.call_tool("search_memories", {"query": "staging password"}))
+        recalled = data(
+            await client.call_tool(
+                "recall", {"task": "when does the staging password rotate", "token_budget": 500}
+            )
+        )
+        forget = error(await client.call_tool("forget_memory", {"memory_id": secret["id"]}))
+    assert found["hits"] == []
+    assert recalled["selected"] == []
+    assert "NotFound (404)" in forget
+    with api(server, mine) as http:
+        assert http.get(f"/v1/memories/{secret['id']}").json()["status"] == "active"
+
+
+@pytest.fixture(scope="module")
+def open_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngramServer]:
+    """No key exists: open mode, on loopback only."""
+    engram = EngramServer(tmp_path_factory.mktemp("open")).start()
+    yield engram
+    engram.stop()
+
+
+async def test_open_mode_needs_no_key(open_server: EngramServer) -> None:
+    async with connect(f"{open_server.url}/mcp") as client:
+        written = data(
+            await client.call_tool("write_memory", {"type": "fact", "content": "CI runs on arm64"})
+        )
+    memories = httpx.get(f"{open_server.url}/v1/memories").json()["items"]
+    assert [m["id"] for m in memories] == [written["id"]]
+
+
+@pytest.mark.parametrize(
+    ("header", "status"),
+    [
+        ({"Origin": "https://attacker.example"}, 403),
+        ({"Host": "rebound.attacker.example"}, 400),
+        ({"Sec-Fetch-Site": "cross-site"}, 403),
+    ],
+)
+def test_pages_of_other_sites_and_foreign_host_names_are_refused(
+    open_server: EngramServer, header: dict[str, str], status: int
+) -> None:
+    content = f"written through a page {header}"
+    refused = httpx.post(
+        f"{open_server.url}/mcp", json=write_call(content), headers=MCP_HEADERS | header
+    )
+    assert refused.status_code == status, refused.text
+    # The same call without that header is served: the refusal was the guard's.
+    served = httpx.post(
+        f"{open_server.url}/mcp", json=write_call(content + "!"), headers=MCP_HEADERS
+    )
+    assert served.status_code == 200, served.text
+    contents = [m["content"] for m in httpx.get(f"{open_server.url}/v1/memories").json()["items"]]
+    assert content + "!" in contents
+    assert content not in contents

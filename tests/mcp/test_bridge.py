@@ -1,0 +1,54 @@
+"""`engram mcp`: an MCP client that only launches commands reaches the server through it."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+from tests.mcp.conftest import api, data, make_key
+from tests.server import EngramServer
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def bridge(url: str, key: str, *args: str) -> StdioServerParameters:
+    """`engram mcp` as an MCP client would launch it, given ENGRAM_URL and ENGRAM_KEY."""
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "app.cli", "mcp", *args],
+        env={**os.environ, "ENGRAM_URL": url, "ENGRAM_KEY": key},
+        cwd=ROOT,
+    )
+
+
+async def test_tools_listed_and_called_through_the_bridge(
+    server: EngramServer, namespace: str
+) -> None:
+    key = make_key(server, namespace)
+    async with Client(bridge(server.url, key)) as client:
+        names = {tool.name for tool in (await client.list_tools()).tools}
+        recalled = data(
+            await client.call_tool("recall", {"task": "release the app", "token_budget": 300})
+        )
+    assert "recall" in names
+    assert len(names) == 11
+    with api(server, key) as http:
+        logged = [t["id"] for t in http.get("/v1/rl/transitions").json()["items"]]
+    assert logged == [recalled["recall_id"]]
+
+
+def leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in leaves(inner)]
+    return [exc]
+
+
+async def test_a_wrong_key_is_reported_to_the_client(server: EngramServer) -> None:
+    with pytest.raises(BaseException) as refused:  # noqa: PT011 (the client's error group)
+        async with Client(bridge(f"{server.url}/mcp", "egk_wrong")) as client:
+            await client.list_tools()
+    assert "invalid or revoked API key" in [str(leaf) for leaf in leaves(refused.value)]
