@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.mcp.conftest import api, bearer, connect, data, error, make_key
+from tests.mcp.conftest import OPERATOR_KEY, api, bearer, connect, data, error, make_key
 from tests.server import EngramServer
 
 INITIALIZE = {
@@ -73,6 +73,13 @@ async def test_a_reader_key_reads_but_cannot_write(server: EngramServer, namespa
     with api(server, reader) as http:
         assert http.get("/v1/memories").json()["items"] == []
         assert http.get("/v1/episodes").json()["items"] == []
+    # Each refusal is in the audit log, as a refused HTTP request is.
+    with api(server, OPERATOR_KEY) as http:
+        audit = http.get("/v1/audit", params={"namespace": namespace, "action": "request.denied"})
+    targets = sorted(event["target"] for event in audit.json()["items"])
+    assert targets == [
+        f"mcp tool {name}" for name in ("recall", "record_episode", "reflect", "write_memory")
+    ]
 
 
 async def test_another_namespace_is_invisible(server: EngramServer, namespace: str) -> None:

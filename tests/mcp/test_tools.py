@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -144,11 +145,15 @@ async def test_reflect_learns_a_skill_that_list_and_get_skill_show(
         assert skills, learned
         skill = data(await client.call_tool("get_skill", {"skill_id": skills[0]["id"]}))
         resource = await client.read_resource(f"engram://skills/{skills[0]['id']}")
+        active = data(await client.call_tool("list_skills", {"status": "active"}))
+        listed = await client.read_resource("engram://skills")
     with api(server, key) as http:
         over_http = http.get(f"/v1/skills/{skills[0]['id']}").json()
     assert skill == over_http
     assert [s["action"] for s in skill["steps"]] == ["sh.clone", "sh.install", "sh.test"]
-    assert skill["id"] in text_of(resource)
+    assert json.loads(text_of(resource)) == skill
+    assert json.loads(text_of(listed)) == active
+    assert [s["id"] for s in active["items"]] == [skill["id"]]
 
 
 def text_of(resource: Any) -> str:
