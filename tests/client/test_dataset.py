@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from engram_client import AsyncEngram, ConnectionFailed, Engram, RetryPolicy
+from engram_client.dataset import Format
 from tests.client.conftest import KEY
 from tests.client.proxy import Proxy
 from tests.client.test_client import unique
@@ -74,7 +75,7 @@ def test_dataframe_and_files_hold_the_servers_rows(server: EngramServer, tmp_pat
 
 @pytest.mark.parametrize("format_", ["ndjson", "parquet"])
 def test_a_download_cut_short_resumes_where_it_stopped(
-    server: EngramServer, tmp_path: Path, format_: str
+    server: EngramServer, tmp_path: Path, format_: Format
 ) -> None:
     task_type = logged(server)
     served: list[str] = []

@@ -30,7 +30,8 @@ def components(server: EngramServer) -> dict[str, Any]:
 def variants(schema: dict[str, Any], defs: dict[str, Any]) -> list[tuple[str, Any]]:
     """The JSON kinds a schema allows, each with its item schema for arrays."""
     if "anyOf" in schema or "oneOf" in schema:
-        return [v for s in schema.get("anyOf", schema.get("oneOf")) for v in variants(s, defs)]
+        options = schema.get("anyOf") or schema.get("oneOf") or []
+        return [v for s in options for v in variants(s, defs)]
     if "$ref" in schema:
         target = defs[schema["$ref"].rsplit("/", 1)[-1]]
         return [(target.get("type", "object"), None)] if "enum" in target else [("object", None)]

@@ -73,7 +73,8 @@ def describe(exc: Exception, url: str) -> str:
     from engram_client import ConnectionFailed, Forbidden, InvalidInput, NotFound, Unauthorized
 
     if isinstance(exc, ConnectionFailed):
-        return f"cannot reach Engram at {url} ({exc.detail}): is `engram serve` running? (--url)"
+        reason = exc.__cause__ or exc.detail
+        return f"cannot reach Engram at {url} ({reason}): is `engram serve` running? (--url)"
     if isinstance(exc, Unauthorized):
         return f"401 {exc.detail}: give a valid key with --key or ENGRAM_KEY"
     if isinstance(exc, Forbidden):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -151,7 +152,8 @@ def export_dataset(
         "cursor": cursor,
         "limit": page_size,
     }
-    show = progress and not as_json
+    # On a terminal only: a bar written into a log or a pipe is noise.
+    show = progress and not as_json and sys.stderr.isatty()
     with connect(url, key) as engram:
         if format_ is ExportFormat.MINARI:
             rows = _minari(
