@@ -9,7 +9,9 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from app.schemas.episode import Outcome
 
 SessionId = Annotated[str, StringConstraints(min_length=1, max_length=200)]
-Text = Annotated[str, StringConstraints(max_length=1_000_000)]
+# Bounded by the body limit; what is kept of it is cut by the service.
+Text = str
+Path = Annotated[str, StringConstraints(max_length=4096)]
 
 _EXAMPLE: dict[str, Any] = {
     "session_id": "7f3c9a2e-5b1d-4c8e-9f0a-1e2d3c4b5a69",
@@ -38,10 +40,10 @@ class ClaudeCodeHookEvent(BaseModel):
         description="The lifecycle event: SessionStart, UserPromptSubmit, PostToolUse, "
         "PostToolUseFailure, Stop, SessionEnd are acted on; any other is answered with {}"
     )
-    transcript_path: Text | None = Field(
+    transcript_path: Path | None = Field(
         default=None, description="Path of the session's transcript file (kept with the episode)"
     )
-    cwd: Text | None = Field(
+    cwd: Path | None = Field(
         default=None, description="Working directory: the project recalled for at SessionStart"
     )
     permission_mode: Text | None = Field(

@@ -295,3 +295,33 @@ async def test_a_recall_past_its_deadline_answers_empty_and_is_still_logged(
     await asyncio.gather(*claude_code._LATE)
     r = await client.get("/v1/rl/transitions")
     assert [t["task_id"] for t in r.json()["items"]] == [f"claude-code:{payloads.SESSION}"]
+
+
+def _raw_event(agent: httpx.Client, sid: str, fields: bytes) -> httpx.Response:
+    head = f'{{"session_id": "{sid}", "hook_event_name": "PostToolUse", "tool_name": "Bash", '
+    body = head.encode() + fields + b"}"
+    return agent.post(HOOK, content=body, headers={"Content-Type": "application/json"})
+
+
+def test_values_the_stores_cannot_encode_are_kept_as_text(agent: httpx.Client) -> None:
+    # NaN, Infinity and integers past 64 bits: JSON parsers accept them, the stores do not.
+    sid = _session()
+    big = b"123456789012345678901234567890"
+    fields = b'"tool_input": {"n": NaN, "big": ' + big + b'}, "tool_response": Infinity'
+    r = _raw_event(agent, sid, fields)
+    assert (r.status_code, r.json()) == (200, {})
+    [episode] = _episodes(agent, sid)
+    [step] = agent.get(f"/v1/episodes/{episode['id']}").json()["steps"]
+    assert big.decode() in step["input"]
+    assert step["output"] == "Infinity"
+
+
+def test_a_working_directory_longer_than_a_path_is_a_422(agent: httpx.Client) -> None:
+    r = _raw_event(agent, _session(), b'"cwd": "/' + b"d" * 5000 + b'"')
+    assert (r.status_code, r.json()["field"]) == (422, "cwd")
+
+
+def test_a_session_start_in_a_long_path_still_recalls(agent: httpx.Client) -> None:
+    event = payloads.session_start(_session()) | {"cwd": "/" + "d" * 4090}
+    r = agent.post(HOOK, json=event)
+    assert r.status_code == 200, r.text

@@ -46,6 +46,7 @@ CONTEXT_CHARS = 12_000
 # Each of a step's input, output and error, and a prompt, is kept to this many characters.
 FIELD_CHARS = 4000
 NAME_CHARS = 256
+TASK_CHARS = 4096
 
 # Recalls past their deadline, held until they end (an unreferenced task may be collected).
 _LATE: set[asyncio.Task[Any]] = set()
@@ -109,7 +110,7 @@ class ClaudeCodeHooks:
         self, namespace: str, event: ClaudeCodeHookEvent, *, task: str, ceiling: str
     ) -> RecallResponse | None:
         request = RecallRequest(
-            task=task,
+            task=task[:TASK_CHARS],
             task_id=task_of(event.session_id),
             agent_id=AGENT_ID,
             task_type=AGENT_ID,

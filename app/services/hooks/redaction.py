@@ -8,6 +8,8 @@ scanned. What is kept is cut after redaction, so a cut cannot expose a secret's 
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -146,15 +148,36 @@ def _cut(text: str, limit: int, *, total: int) -> str:
     return f"{text[:limit]}... [{max(total, len(text)) - limit} more characters]"
 
 
+def _storable(value: Any) -> bool:
+    # What the stores' JSON takes: 64-bit integers and finite numbers (a body may carry
+    # NaN, Infinity or a larger integer, which the standard JSON parser accepts).
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, int) and not isinstance(item, bool):
+            if not -(2**63) <= item < 2**63:
+                return False
+        elif isinstance(item, float) and not math.isfinite(item):
+            return False
+    return True
+
+
 def scrub(value: Any, *, max_chars: int) -> Any:
     """A JSON value redacted, then bounded: a string or a value whose JSON is longer than
-    `max_chars` becomes its first `max_chars` characters and a marker. Only a slice of a
-    long string is scanned (the rules' cost grows with the text)."""
+    `max_chars` (or that the stores cannot encode) becomes the start of its text and a
+    marker. Only a slice of a long string is scanned (the rules' cost grows with it)."""
     if isinstance(value, str):
         return _cut(redact_text(value[: max_chars * 2]), max_chars, total=len(value))
-    if value is None or isinstance(value, bool | int | float):
+    if value is None or isinstance(value, bool):
         return value
-    text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
-    if len(text) <= max_chars:
-        return redact(value)
+    if _storable(value):
+        text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+        if len(text) <= max_chars:
+            return redact(value)
+    else:
+        text = json.dumps(value, default=str)
     return _cut(redact_text(text[: max_chars * 2]), max_chars, total=len(text))
