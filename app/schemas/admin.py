@@ -6,8 +6,8 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
-from pydantic.config import JsonDict
 
+from app.schemas import examples
 from app.schemas.common import NAMESPACE_PATTERN
 from app.schemas.memory import Sensitivity
 
@@ -49,22 +49,10 @@ class KeyCreate(BaseModel):
     )
 
 
-_KEY: JsonDict = {
-    "id": "key_01HZXB",
-    "namespace": "default",
-    "role": "agent",
-    "max_sensitivity": "high",
-    "name": "ci-runner",
-    "prefix": "egk_3f9a",
-    "created_at": "2026-01-31T12:00:00Z",
-    "revoked_at": None,
-}
-
-
 class KeyRead(BaseModel):
     """An API key as listed: never the key itself."""
 
-    model_config = ConfigDict(json_schema_extra={"examples": [_KEY]})
+    model_config = ConfigDict(json_schema_extra={"examples": [examples.KEY_READ]})
 
     id: str = Field(description="The key's id (to revoke it)")
     namespace: str = Field(description="The namespace its requests act in")
@@ -79,9 +67,7 @@ class KeyRead(BaseModel):
 class KeyCreated(KeyRead):
     """A new key, with the key itself."""
 
-    model_config = ConfigDict(
-        json_schema_extra={"examples": [{**_KEY, "key": "egk_3f9a" + "x" * 40}]}
-    )
+    model_config = ConfigDict(json_schema_extra={"examples": [examples.KEY_CREATED]})
 
     key: str = Field(description="The key itself: shown once, only its hash is stored")
 
@@ -89,9 +75,7 @@ class KeyCreated(KeyRead):
 class KeyPage(BaseModel):
     """A page of keys, newest first."""
 
-    model_config = ConfigDict(
-        json_schema_extra={"examples": [{"items": [_KEY], "next_cursor": None}]}
-    )
+    model_config = ConfigDict(json_schema_extra={"examples": [examples.KEY_PAGE]})
 
     items: list[KeyRead] = Field(description="The page's keys")
     next_cursor: str | None = Field(description=NEXT_CURSOR)
@@ -116,30 +100,7 @@ class AuditEventRead(BaseModel):
 class AuditPage(BaseModel):
     """A page of audit events, newest first."""
 
-    model_config = ConfigDict(
-        json_schema_extra={
-            "examples": [
-                {
-                    "items": [
-                        {
-                            "id": "au_01HZXC",
-                            "created_at": "2026-01-31T12:00:00Z",
-                            "namespace": "default",
-                            "actor": "key:key_01HZXA",
-                            "role": "admin",
-                            "action": "key.create",
-                            "target": "key:key_01HZXB",
-                            "outcome": "ok",
-                            "detail": {"role": "agent"},
-                            "request_id": "req_01HZXD",
-                            "client": "127.0.0.1",
-                        }
-                    ],
-                    "next_cursor": None,
-                }
-            ]
-        }
-    )
+    model_config = ConfigDict(json_schema_extra={"examples": [examples.AUDIT_PAGE]})
 
     items: list[AuditEventRead] = Field(description="The page's events")
     next_cursor: str | None = Field(description=NEXT_CURSOR)

@@ -15,8 +15,8 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic.config import JsonDict
 
+from app.schemas import examples
 from app.schemas.common import (
     MAX_LATENCY_MS,
     MAX_TOKENS,
@@ -78,22 +78,7 @@ _WHEN = "ISO 8601 with a timezone (stored in UTC), at most a day ahead of the se
 class StepCreate(Strict):
     """One step of an episode: an action, the tool it used, and how it went."""
 
-    model_config = ConfigDict(
-        json_schema_extra={
-            "examples": [
-                {
-                    "action": "run_tests",
-                    "tool": "pytest",
-                    "input": {"path": "tests/"},
-                    "output": {"passed": 41, "failed": 1},
-                    "status": "error",
-                    "error": "1 test failed",
-                    "latency_ms": 5230.0,
-                    "tokens": 812,
-                }
-            ]
-        }
-    )
+    model_config = ConfigDict(json_schema_extra={"examples": [examples.STEP_CREATE]})
 
     action: Name = Field(
         description="What the agent did, as a short stable name (`search_code`); learning "
@@ -137,28 +122,7 @@ class EpisodeContext(Strict):
 class EpisodeCreate(Strict):
     """A whole episode, an open one (no outcome yet), or the one-step shorthand `action`."""
 
-    model_config = ConfigDict(
-        json_schema_extra={
-            "examples": [
-                {
-                    "id": "ep-fix-login-1",
-                    "task_id": "fix-login-bug",
-                    "agent_id": "coder-1",
-                    "task_type": "code_fix",
-                    "context": {"domain": "web", "language": "python", "tags": ["auth"]},
-                    "steps": [
-                        {"action": "search_code", "tool": "grep", "latency_ms": 120.0},
-                        {"action": "edit_file", "tool": "editor", "tokens": 900},
-                        {"action": "run_tests", "tool": "pytest", "status": "ok"},
-                    ],
-                    "outcome": "success",
-                    "verdict": "tests pass",
-                    "started_at": "2026-01-31T12:00:00Z",
-                    "ended_at": "2026-01-31T12:04:00Z",
-                }
-            ]
-        }
-    )
+    model_config = ConfigDict(json_schema_extra={"examples": [examples.EPISODE_CREATE]})
 
     id: Ident | None = Field(
         default=None,
@@ -271,36 +235,10 @@ class StepRead(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict, description="As sent")
 
 
-_SUMMARY: JsonDict = {
-    "id": "ep-fix-login-1",
-    "task_id": "fix-login-bug",
-    "agent_id": "coder-1",
-    "task_type": "code_fix",
-    "description": None,
-    "status": "completed",
-    "outcome": "success",
-    "verdict": "tests pass",
-    "progress": 1.0,
-    "domain": "web",
-    "language": "python",
-    "tags": ["auth"],
-    "skills_applied": [],
-    "step_count": 3,
-    "error_count": 0,
-    "total_latency_ms": 120.0,
-    "total_tokens": 900,
-    "started_at": "2026-01-31T12:00:00Z",
-    "ended_at": "2026-01-31T12:04:00Z",
-    "completed_at": "2026-01-31T12:04:01Z",
-    "created_at": "2026-01-31T12:04:01Z",
-    "updated_at": "2026-01-31T12:04:01Z",
-}
-
-
 class EpisodeSummary(BaseModel):
     """An episode without its steps."""
 
-    model_config = ConfigDict(json_schema_extra={"examples": [_SUMMARY]})
+    model_config = ConfigDict(json_schema_extra={"examples": [examples.EPISODE_SUMMARY]})
 
     id: str = Field(description="The episode's id (given, or assigned)")
     task_id: str = Field(description="The task it worked on")
@@ -331,39 +269,7 @@ class EpisodeSummary(BaseModel):
 class EpisodeRead(EpisodeSummary):
     """A whole episode, with every step."""
 
-    model_config = ConfigDict(
-        json_schema_extra={
-            "examples": [
-                {
-                    **_SUMMARY,
-                    "step_count": 1,
-                    "context": {
-                        "domain": "web",
-                        "language": "python",
-                        "tags": ["auth"],
-                        "text": None,
-                        "features": {},
-                    },
-                    "steps": [
-                        {
-                            "seq": 0,
-                            "action": "search_code",
-                            "tool": "grep",
-                            "input": None,
-                            "output": None,
-                            "status": "ok",
-                            "error": None,
-                            "latency_ms": 120.0,
-                            "tokens": None,
-                            "started_at": None,
-                            "metadata": {},
-                        }
-                    ],
-                    "metadata": {},
-                }
-            ]
-        }
-    )
+    model_config = ConfigDict(json_schema_extra={"examples": [examples.EPISODE_READ]})
 
     context: EpisodeContext = Field(description="Where it happened")
     steps: list[StepRead] = Field(description="Every step, in order")
@@ -373,9 +279,7 @@ class EpisodeRead(EpisodeSummary):
 class EpisodePage(BaseModel):
     """A page of episodes, newest first."""
 
-    model_config = ConfigDict(
-        json_schema_extra={"examples": [{"items": [_SUMMARY], "next_cursor": None}]}
-    )
+    model_config = ConfigDict(json_schema_extra={"examples": [examples.EPISODE_PAGE]})
 
     items: list[EpisodeSummary] = Field(description="The page's episodes")
     next_cursor: str | None = Field(

@@ -6,8 +6,8 @@ from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-from pydantic.config import JsonDict
 
+from app.schemas import learning_examples
 from app.schemas.common import Name, Timestamp
 
 JobKind = Literal["episode.learn", "reward.credit", "skills.evolve", "reflect.pass"]
@@ -24,27 +24,13 @@ NEXT_CURSOR = "Pass as `cursor` for the next page; null on the last page"
 NEXT_OFFSET = "Pass as `offset` for the next page; null on the last page"
 _LCB = "Wilson 95% lower bound of the success rate, 0 to 1"
 
-_JOB: JsonDict = {
-    "id": "job_01HZX5",
-    "kind": "reflect.pass",
-    "key": "on-demand:{'task_type': 'code_fix'}",
-    "payload": {"task_type": "code_fix"},
-    "status": "done",
-    "attempts": 1,
-    "max_attempts": 5,
-    "run_after": "2026-01-31T12:00:00Z",
-    "last_error": None,
-    "result": {"learned": 12},
-    "created_at": "2026-01-31T12:00:00Z",
-    "updated_at": "2026-01-31T12:00:02Z",
-    "finished_at": "2026-01-31T12:00:02Z",
-}
-
 
 class JobRead(BaseModel):
     """A background job of the learning loop."""
 
-    model_config = ConfigDict(from_attributes=True, json_schema_extra={"examples": [_JOB]})
+    model_config = ConfigDict(
+        from_attributes=True, json_schema_extra={"examples": [learning_examples.JOB_READ]}
+    )
 
     id: str = Field(description="The job's id")
     kind: str = Field(
@@ -70,11 +56,7 @@ class JobRead(BaseModel):
 class JobPage(BaseModel):
     """A page of jobs, newest first."""
 
-    model_config = ConfigDict(
-        json_schema_extra={
-            "examples": [{"items": [_JOB], "counts": {"done": 1}, "next_cursor": None}]
-        }
-    )
+    model_config = ConfigDict(json_schema_extra={"examples": [learning_examples.JOB_PAGE]})
 
     items: list[JobRead] = Field(description="The page's jobs")
     counts: dict[str, int] = Field(description="Jobs of this namespace by status")
@@ -105,22 +87,6 @@ class ReflectRequest(BaseModel):
     )
 
 
-_PATTERN: JsonDict = {
-    "id": "pat_01HZX6",
-    "kind": "procedure",
-    "task_type": "code_fix",
-    "signature": "search_code>edit_file>run_tests",
-    "items": ["search_code", "edit_file", "run_tests"],
-    "support": 12,
-    "successes": 11,
-    "success_rate": 0.916667,
-    "mean_reward": 0.7,
-    "lcb": 0.646,
-    "evidence": ["ep-fix-login-1"],
-    "updated_at": "2026-01-31T12:00:02Z",
-}
-
-
 class PatternRead(BaseModel):
     """A pattern mined from episodes."""
 
@@ -144,9 +110,7 @@ class PatternRead(BaseModel):
 class PatternPage(BaseModel):
     """A page of patterns, best first."""
 
-    model_config = ConfigDict(
-        json_schema_extra={"examples": [{"items": [_PATTERN], "next_offset": None}]}
-    )
+    model_config = ConfigDict(json_schema_extra={"examples": [learning_examples.PATTERN_PAGE]})
 
     items: list[PatternRead] = Field(description="The page's patterns")
     next_offset: int | None = Field(description=NEXT_OFFSET)
@@ -169,24 +133,7 @@ class ReflectResult(BaseModel):
 
     model_config = ConfigDict(
         json_schema_extra={
-            "examples": [
-                {
-                    "job_id": None,
-                    "status": "done",
-                    "learned": 12,
-                    "reflections": 12,
-                    "patterns": [_PATTERN],
-                    "skill_changes": [],
-                },
-                {
-                    "job_id": "job_01HZX5",
-                    "status": "queued",
-                    "learned": 0,
-                    "reflections": 0,
-                    "patterns": [],
-                    "skill_changes": [],
-                },
-            ]
+            "examples": [learning_examples.REFLECT_DONE, learning_examples.REFLECT_QUEUED]
         }
     )
 
@@ -200,20 +147,6 @@ class ReflectResult(BaseModel):
     skill_changes: list[SkillChange] = Field(
         default_factory=list, description="Skills created, changed or retired"
     )
-
-
-_REFLECTION: JsonDict = {
-    "id": "mem_01HZX7",
-    "episode_id": "ep-fix-login-1",
-    "task_type": "code_fix",
-    "outcome": "success",
-    "reward": 1.0,
-    "content": "Searching before editing found the cause quickly.",
-    "successes": ["search_code found the redirect handler"],
-    "improvements": [],
-    "insights": ["run the tests after every edit"],
-    "created_at": "2026-01-31T12:00:02Z",
-}
 
 
 class ReflectionRead(BaseModel):
@@ -234,9 +167,7 @@ class ReflectionRead(BaseModel):
 class ReflectionPage(BaseModel):
     """A page of reflections, newest first."""
 
-    model_config = ConfigDict(
-        json_schema_extra={"examples": [{"items": [_REFLECTION], "next_cursor": None}]}
-    )
+    model_config = ConfigDict(json_schema_extra={"examples": [learning_examples.REFLECTION_PAGE]})
 
     items: list[ReflectionRead] = Field(description="The page's reflections")
     next_cursor: str | None = Field(description=NEXT_CURSOR)
@@ -251,33 +182,10 @@ class SkillStep(BaseModel):
     )
 
 
-_SKILL: JsonDict = {
-    "id": "sk_01HZX8",
-    "name": "code_fix: search_code > edit_file > run_tests",
-    "task_type": "code_fix",
-    "trigger": {"task_type": "code_fix"},
-    "steps": [{"action": "search_code", "on_error": None}, {"action": "run_tests"}],
-    "status": "active",
-    "version": 1,
-    "uses": 4,
-    "successes": 3,
-    "mean_reward": 0.6,
-    "support": 12,
-    "success_rate": 0.916667,
-    "lcb": 0.646,
-    "evidence": ["ep-fix-login-1"],
-    "parent_ids": [],
-    "memory_id": "mem_01HZX9",
-    "created_at": "2026-01-31T12:00:02Z",
-    "updated_at": "2026-01-31T12:00:02Z",
-    "retired_at": None,
-}
-
-
 class SkillRead(BaseModel):
     """A learned skill: steps that worked for a task type."""
 
-    model_config = ConfigDict(json_schema_extra={"examples": [_SKILL]})
+    model_config = ConfigDict(json_schema_extra={"examples": [learning_examples.SKILL_READ]})
 
     id: str = Field(description="The skill's id")
     name: str = Field(description="Its name")
@@ -305,9 +213,7 @@ class SkillRead(BaseModel):
 class SkillPage(BaseModel):
     """A page of skills."""
 
-    model_config = ConfigDict(
-        json_schema_extra={"examples": [{"items": [_SKILL], "next_offset": None}]}
-    )
+    model_config = ConfigDict(json_schema_extra={"examples": [learning_examples.SKILL_PAGE]})
 
     items: list[SkillRead] = Field(description="The page's skills")
     next_offset: int | None = Field(description=NEXT_OFFSET)
@@ -333,28 +239,7 @@ class SkillEventRead(BaseModel):
 class SkillHistory(BaseModel):
     """A skill's changes, oldest first."""
 
-    model_config = ConfigDict(
-        json_schema_extra={
-            "examples": [
-                {
-                    "skill_id": "sk_01HZX8",
-                    "items": [
-                        {
-                            "id": "se_01HZXA",
-                            "kind": "created",
-                            "version": 1,
-                            "reason": "11 of 12 recent episodes that performed these steps "
-                            "in order succeeded (lower bound 0.65)",
-                            "evidence": ["ep-fix-login-1"],
-                            "details": {},
-                            "created_at": "2026-01-31T12:00:02Z",
-                        }
-                    ],
-                    "next_cursor": None,
-                }
-            ]
-        }
-    )
+    model_config = ConfigDict(json_schema_extra={"examples": [learning_examples.SKILL_HISTORY]})
 
     skill_id: str = Field(description="The skill")
     items: list[SkillEventRead] = Field(description="The page's events")

@@ -15,9 +15,9 @@ from pydantic import (
     ValidationError,
     model_validator,
 )
-from pydantic.config import JsonDict
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from app.schemas import examples
 from app.schemas.common import Ident, JsonObject, Timestamp
 
 
@@ -150,21 +150,7 @@ class MemoryFields(Strict):
 class MemoryCreate(MemoryFields):
     """A memory to store."""
 
-    model_config = ConfigDict(
-        json_schema_extra={
-            "examples": [
-                {
-                    "type": "constraint",
-                    "content": "Never run migrations against the production database",
-                    "scope": {"level": "global"},
-                    "confidence": 0.95,
-                    "criticality": 0.9,
-                    "sensitivity": "low",
-                    "source_refs": ["runbook/deploy.md"],
-                }
-            ]
-        }
-    )
+    model_config = ConfigDict(json_schema_extra={"examples": [examples.MEMORY_CREATE]})
 
     id: Ident | None = Field(
         default=None,
@@ -199,37 +185,10 @@ class MemorySupersede(MemoryFields):
     )
 
 
-_MEMORY: JsonDict = {
-    "id": "mem-deploy-rule",
-    "type": "constraint",
-    "scope": {"level": "global"},
-    "content": "Never run migrations against the production database",
-    "status": "active",
-    "confidence": 0.95,
-    "sensitivity": "low",
-    "criticality": 0.9,
-    "valid_from": None,
-    "valid_until": None,
-    "source_refs": ["runbook/deploy.md"],
-    "metadata": {},
-    "version": 1,
-    "previous_id": None,
-    "superseded_by": None,
-    "token_estimate": 12,
-    "use_count": 3,
-    "last_used_at": "2026-01-31T12:00:00Z",
-    "reward_count": 2,
-    "reward_mean": 0.8,
-    "created_at": "2026-01-30T09:00:00Z",
-    "updated_at": "2026-01-31T12:00:00Z",
-    "redacted": False,
-}
-
-
 class MemoryRead(BaseModel):
     """A stored memory."""
 
-    model_config = ConfigDict(json_schema_extra={"examples": [_MEMORY]})
+    model_config = ConfigDict(json_schema_extra={"examples": [examples.MEMORY_READ]})
 
     id: str = Field(description="The memory's id (each version has its own)")
     type: MemoryType = Field(description="What kind of memory")
@@ -268,9 +227,7 @@ NEXT_CURSOR = "Pass as `cursor` for the next page; null on the last page"
 class MemoryPage(BaseModel):
     """A page of memories, newest first."""
 
-    model_config = ConfigDict(
-        json_schema_extra={"examples": [{"items": [_MEMORY], "next_cursor": None}]}
-    )
+    model_config = ConfigDict(json_schema_extra={"examples": [examples.MEMORY_PAGE]})
 
     items: list[MemoryRead] = Field(description="The page's memories")
     next_cursor: str | None = Field(description=NEXT_CURSOR)
@@ -330,28 +287,7 @@ class MemoryHit(BaseModel):
 class MemorySearchResult(BaseModel):
     """Search hits, best first."""
 
-    model_config = ConfigDict(
-        json_schema_extra={
-            "examples": [
-                {
-                    "query_terms": ["production", "database", "migrations"],
-                    "hits": [
-                        {
-                            "memory": _MEMORY,
-                            "score": 0.82,
-                            "parts": {
-                                "text": 0.7,
-                                "criticality": 0.9,
-                                "confidence": 0.95,
-                                "value": 0.1,
-                                "staleness": 0.0,
-                            },
-                        }
-                    ],
-                }
-            ]
-        }
-    )
+    model_config = ConfigDict(json_schema_extra={"examples": [examples.MEMORY_SEARCH_RESULT]})
 
     query_terms: list[str] = Field(
         description="The query's words as searched: lower-cased, stop words and repeats removed"

@@ -6,8 +6,8 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
-from pydantic.config import JsonDict
 
+from app.schemas import examples
 from app.schemas.common import MAX_LATENCY_MS, MAX_TOKENS, Ident, Name
 from app.schemas.memory import MemoryType, Scope, Sensitivity
 
@@ -112,35 +112,7 @@ class PolicyRef(BaseModel):
 class RecallResponse(BaseModel):
     """The memories to use for the task, and how they were chosen."""
 
-    model_config = ConfigDict(
-        json_schema_extra={
-            "examples": [
-                {
-                    "recall_id": "rc_01HZX3",
-                    "policy": {"id": "baseline_v0", "version": 1},
-                    "token_budget": 800,
-                    "tokens_used": 12,
-                    "selected": [
-                        {
-                            "memory_id": "mem-deploy-rule",
-                            "type": "constraint",
-                            "content": "Never run migrations against the production database",
-                            "scope": {"level": "global"},
-                            "mode": "constraint",
-                            "score": 0.91,
-                            "reason": "constraint: a rule to respect "
-                            "(type or sensitivity, criticality >= 0.7)",
-                            "probability": 0.98,
-                            "token_estimate": 12,
-                            "metadata": {},
-                        }
-                    ],
-                    "suppressed": [],
-                    "propensity": 0.98,
-                }
-            ]
-        }
-    )
+    model_config = ConfigDict(json_schema_extra={"examples": [examples.RECALL_RESPONSE]})
 
     recall_id: str = Field(description="This decision's id: send it with the reward")
     policy: PolicyRef = Field(description="The policy that chose")
@@ -222,26 +194,10 @@ class EpisodeScore(BaseModel):
     spec_version: str = Field(description="The spec that computed it (`episode-v1`)")
 
 
-_REWARD: JsonDict = {
-    "id": "rw_01HZX4",
-    "recall_id": "rc_01HZX3",
-    "task_id": None,
-    "episode_id": None,
-    "value": None,
-    "signals": {"task_success": True, "tokens_used": 4200},
-    "scalar": 0.58,
-    "components": {"task_success": 1.0, "tokens_used": -0.42},
-    "spec_version": "recall-v1",
-    "completed_recalls": ["rc_01HZX3"],
-    "episodes": [],
-    "created_at": "2026-01-31T12:05:00Z",
-}
-
-
 class RewardRead(BaseModel):
     """A stored reward and what it scored."""
 
-    model_config = ConfigDict(json_schema_extra={"examples": [_REWARD]})
+    model_config = ConfigDict(json_schema_extra={"examples": [examples.REWARD_READ]})
 
     id: str = Field(description="The reward's id")
     recall_id: str | None = Field(description="The recall it names; null if none")
@@ -262,9 +218,7 @@ class RewardRead(BaseModel):
 class RewardPage(BaseModel):
     """A page of rewards, newest first."""
 
-    model_config = ConfigDict(
-        json_schema_extra={"examples": [{"items": [_REWARD], "next_cursor": None}]}
-    )
+    model_config = ConfigDict(json_schema_extra={"examples": [examples.REWARD_PAGE]})
 
     items: list[RewardRead] = Field(description="The page's rewards")
     next_cursor: str | None = Field(description=NEXT_CURSOR)
@@ -273,44 +227,13 @@ class RewardPage(BaseModel):
 class PolicyRead(BaseModel):
     """A recall policy."""
 
-    model_config = ConfigDict(
-        json_schema_extra={
-            "examples": [
-                {
-                    "id": "baseline_v0",
-                    "version": 1,
-                    "description": "Greedy by score under the budget, with epsilon swaps",
-                    "action_space": {"modes": ["constraint", "context"]},
-                    "settings": {"epsilon": 0.1},
-                }
-            ]
-        }
-    )
+    model_config = ConfigDict(json_schema_extra={"examples": [examples.POLICY_READ]})
 
     id: str = Field(description="Policy id")
     version: int = Field(description="Policy version")
     description: str = Field(description="How it chooses, for people to read")
     action_space: dict[str, Any] = Field(description="What it can decide per candidate")
     settings: dict[str, Any] = Field(description="Its configured parameters")
-
-
-_TRANSITION: JsonDict = {
-    "id": "rc_01HZX3",
-    "task_id": "fix-login-bug",
-    "agent_id": "coder-1",
-    "task_type": "code_fix",
-    "policy_id": "baseline_v0",
-    "policy_version": 1,
-    "state": {"token_budget": 800},
-    "action": {"selected": ["mem-deploy-rule"]},
-    "propensity": 0.98,
-    "status": "completed",
-    "reward": 0.58,
-    "reward_id": "rw_01HZX4",
-    "next_id": None,
-    "created_at": "2026-01-31T12:00:00Z",
-    "completed_at": "2026-01-31T12:05:00Z",
-}
 
 
 class TransitionRead(BaseModel):
@@ -340,9 +263,7 @@ class TransitionRead(BaseModel):
 class TransitionPage(BaseModel):
     """A page of transitions, oldest first."""
 
-    model_config = ConfigDict(
-        json_schema_extra={"examples": [{"items": [_TRANSITION], "next_cursor": None}]}
-    )
+    model_config = ConfigDict(json_schema_extra={"examples": [examples.TRANSITION_PAGE]})
 
     items: list[TransitionRead] = Field(description="The page's transitions")
     next_cursor: str | None = Field(description=NEXT_CURSOR)

@@ -15,7 +15,6 @@ import pytest
 from tests.server import EngramServer
 
 METHODS = ("get", "put", "post", "delete", "patch", "head")
-ERROR_SCHEMAS = {"ErrorModel", "ValidationErrorModel", "RateLimitedModel"}
 # Operations whose only answer is a binary file: nothing to show as an example.
 BINARY_ONLY = {"GET /v1/admin/backup"}
 # Error statuses whose body is something other than the error shape, by design.
@@ -185,7 +184,7 @@ def test_errors_the_server_sends_match_their_documented_schema(server: EngramSer
     with httpx.Client(base_url=server.url, timeout=10) as http:
         doc = http.get("/openapi.json").json()
         reader = http.post("/v1/keys", json={"role": "reader"}, headers=key).json()["key"]
-        sent = [
+        sent: list[tuple[str, str, str, dict[str, Any]]] = [
             ("get", "/v1/episodes", "/v1/episodes", {}),
             ("get", "/v1/episodes/{episode_id}", "/v1/episodes/nope", {"headers": key}),
             ("post", "/v1/episodes", "/v1/episodes", {"headers": key, "json": {"steps": 1}}),
