@@ -69,7 +69,8 @@ def keyed(key: str | None) -> str:
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
     """Retries of a call on a connection error, a 429 or a 503: exponential backoff with
-    full jitter, or the server's Retry-After, both capped."""
+    full jitter (at most `max_backoff_s`), or the server's Retry-After (given up past
+    `max_retry_after_s`)."""
 
     attempts: int = 4
     backoff_s: float = 0.2
@@ -100,7 +101,9 @@ class RetryPolicy:
         wait = retry_after(response) if response is not None else None
         if wait is None:
             return backoff
-        return min(wait, self.max_retry_after_s) + backoff / 10
+        if wait > self.max_retry_after_s:
+            return None  # sooner would be refused again; the caller hears it now
+        return wait + backoff / 10
 
 
 def retry_after(response: httpx.Response) -> float | None:
