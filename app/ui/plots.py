@@ -12,6 +12,7 @@ from app.services.dashboard import Point
 
 WIDTH, HEIGHT = 640, 200
 LEFT, RIGHT, TOP, BOTTOM = 48, 12, 12, 28
+LABELLED_BARS = 12
 
 
 def _fmt(value: float) -> str:
@@ -94,4 +95,13 @@ def bars(points: list[Point], *, title: str, high: float | None = None) -> Marku
             f'<rect class="bar" x="{x}" y="{y}" width="{round(width, 2)}" '
             f'height="{round(bottom - y, 2)}"><title>{escape(label)}: {_fmt(v)}</title></rect>'
         )
-    return _frame(title, lo, hi, points[0][0], points[-1][0], body)
+    if len(points) > LABELLED_BARS:
+        return _frame(title, lo, hi, points[0][0], points[-1][0], body)
+    # Few bars: each is named under itself.
+    for i, (label, _) in enumerate(points):
+        x = round(LEFT + slot * i + slot / 2, 2)
+        body.append(
+            f'<text class="tick" x="{x}" y="{HEIGHT - 8}" text-anchor="middle">'
+            f"{escape(label)}</text>"
+        )
+    return _frame(title, lo, hi, "", "", body)

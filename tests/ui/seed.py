@@ -61,14 +61,13 @@ def history(client: httpx.Client, key: str) -> None:
     """Alpha's history: 80 episodes, rewards, 6 memories, 24 recalls, a learning pass."""
     auth = {"Authorization": f"Bearer {key}"}
     rng = random.Random(7)
+    # 20 successes of the procedure on the web, 20 failures of it on the command line,
+    # 40 failures of other steps, in a shuffled order.
+    kinds = [("web", "success", PROCEDURE)] * 20 + [("cli", "failure", PROCEDURE)] * 20
+    kinds += [("web", "failure", rng.sample(OTHERS, 3)) for _ in range(40)]
+    rng.shuffle(kinds)
     episodes = []
-    for i in range(80):
-        if i < 40:
-            domain, outcome, names = (
-                ("web", "success", PROCEDURE) if i % 2 else ("cli", "failure", PROCEDURE)
-            )
-        else:
-            domain, outcome, names = "web", "failure", rng.sample(OTHERS, 3)
+    for i, (domain, outcome, names) in enumerate(kinds):
         body = {
             "task_id": f"deploy-{i}",
             "agent_id": "agent-a",

@@ -51,7 +51,7 @@ async def _cookie(context: BrowserContext) -> dict[str, object] | None:
 
 
 async def test_every_page_loads_with_its_data_and_no_error(
-    seeded: Seeded, browser: Browser, artifacts: Path
+    seeded: Seeded, browser: Browser, artifacts: Path, tmp_path: Path
 ) -> None:
     base = seeded.server.url
     context = await browser.new_context(
@@ -97,8 +97,13 @@ async def test_every_page_loads_with_its_data_and_no_error(
             first = page.locator("article.skill").first
             assert "git.clone" in await first.inner_text()
             kinds = await page.locator(".event-kind").all_inner_texts()
-            assert "created" in kinds
-            assert await page.locator("article.skill").count() >= 1
+            assert {"created", "activated", "specialised"} <= set(kinds)
+            # The lineage: the procedure, and its child that works on the web only.
+            child = page.locator("article.skill:has(p.trigger)")
+            assert await child.count() == 1
+            text = await child.inner_text()
+            assert "When domain=web" in text
+            assert "From: deploy" in text
         elif name == "patterns":
             text = await page.inner_text("table.patterns")
             assert "git.clone → pip.install → pytest.run" in text
@@ -114,7 +119,7 @@ async def test_every_page_loads_with_its_data_and_no_error(
             async with page.expect_download() as info:
                 await page.click("#download-ndjson")
             download = await info.value
-            saved = artifacts / "dataset.ndjson"
+            saved = tmp_path / "dataset.ndjson"
             await download.save_as(saved)
             assert len(saved.read_text().splitlines()) == 18
     # A download that is saved rather than shown ends the page's request as "aborted".
