@@ -132,6 +132,10 @@ def test_a_session_recalls_records_and_completes(agent: httpx.Client) -> None:
     # Completing it queued its learning, as completing over the API does.
     jobs = agent.get("/v1/jobs").json()["items"]
     assert any(episode["id"] in str(job) for job in jobs)
+    # And learning takes it as it is: its reflection says the outcome is not known.
+    assert agent.post("/v1/reflect", json={"wait": True}).status_code == 200
+    reflections = agent.get("/v1/reflections", params={"episode_id": episode["id"]}).json()
+    assert "outcome unknown" in reflections["items"][0]["content"]
 
 
 def test_the_next_turn_opens_the_next_episode_of_the_session(agent: httpx.Client) -> None:
