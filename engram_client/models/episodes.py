@@ -28,11 +28,11 @@ class StepCreate(Request):
 class EpisodeContext(Response):
     """Where the episode happened."""
 
-    domain: str | None = None
-    language: str | None = None
-    tags: list[str] = Field(default_factory=list)
-    text: str | None = None
-    features: dict[str, Any] = Field(default_factory=dict)
+    domain: str | None = Field(default=None, description="Domain, e.g. python")
+    language: str | None = Field(default=None, description="Language")
+    tags: list[str] = Field(default_factory=list, description="Tags")
+    text: str | None = Field(default=None, description="Free text")
+    features: dict[str, Any] = Field(default_factory=dict, description="Named scalar features")
 
 
 class EpisodeCreate(Request):
@@ -76,50 +76,50 @@ class EpisodeComplete(Request):
 
 
 class StepRead(Response):
-    seq: int
-    action: str
-    tool: str | None = None
-    input: Any = None
-    output: Any = None
-    status: str
-    error: str | None = None
-    latency_ms: float | None = None
-    tokens: int | None = None
-    started_at: datetime | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    seq: int = Field(description="Position in the episode, from 0")
+    action: str = Field(description="What the agent did")
+    tool: str | None = Field(default=None, description="The tool it used")
+    input: Any = Field(default=None, description="The step's input")
+    output: Any = Field(default=None, description="The step's output")
+    status: str = Field(description="ok, error or timeout")
+    error: str | None = Field(default=None, description="What went wrong")
+    latency_ms: float | None = Field(default=None, description="How long it took")
+    tokens: int | None = Field(default=None, description="Tokens it used")
+    started_at: datetime | None = Field(default=None, description="When it started")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="Free-form JSON")
 
 
 class EpisodeSummary(Response):
-    id: str
-    task_id: str
-    agent_id: str | None
-    task_type: str | None
-    description: str | None
-    status: str
-    outcome: str | None
-    verdict: str | None
-    progress: float | None
-    domain: str | None
-    language: str | None
-    tags: list[str]
-    skills_applied: list[str]
-    step_count: int
-    error_count: int
-    total_latency_ms: float
-    total_tokens: int
-    started_at: datetime | None
-    ended_at: datetime | None
-    completed_at: datetime | None
-    created_at: datetime
-    updated_at: datetime
+    id: str = Field(description="Episode id")
+    task_id: str = Field(description="The task it attempted")
+    agent_id: str | None = Field(description="The agent that ran it")
+    task_type: str | None = Field(description="The kind of task")
+    description: str | None = Field(description="What the task was")
+    status: str = Field(description="open or completed")
+    outcome: str | None = Field(description="How it ended (null while open)")
+    verdict: str | None = Field(description="Why it ended so")
+    progress: float | None = Field(description="Fraction completed")
+    domain: str | None = Field(description="Context domain")
+    language: str | None = Field(description="Context language")
+    tags: list[str] = Field(description="Context tags")
+    skills_applied: list[str] = Field(description="Skills it followed")
+    step_count: int = Field(description="Steps recorded")
+    error_count: int = Field(description="Steps that failed")
+    total_latency_ms: float = Field(description="Sum of the steps' latencies")
+    total_tokens: int = Field(description="Sum of the steps' tokens")
+    started_at: datetime | None = Field(description="When it started")
+    ended_at: datetime | None = Field(description="When it ended")
+    completed_at: datetime | None = Field(description="When the outcome was recorded")
+    created_at: datetime = Field(description="When it was stored")
+    updated_at: datetime = Field(description="Last change")
 
 
 class EpisodeRead(EpisodeSummary):
-    context: EpisodeContext
-    steps: list[StepRead]
-    metadata: dict[str, Any]
+    context: EpisodeContext = Field(description="Where it happened")
+    steps: list[StepRead] = Field(description="Every step, in order")
+    metadata: dict[str, Any] = Field(description="Free-form JSON")
 
 
 class EpisodePage(Response):
-    items: list[EpisodeSummary]
-    next_cursor: str | None
+    items: list[EpisodeSummary] = Field(description="This page's episodes")
+    next_cursor: str | None = Field(description="The next page's cursor; null at the end")

@@ -40,50 +40,50 @@ class MemorySearch(Request):
 
 
 class MemoryRead(Response):
-    id: str
-    type: str
-    scope: dict[str, str]
-    content: str
-    status: str
-    confidence: float
-    sensitivity: str
-    criticality: float
-    valid_from: datetime | None
-    valid_until: datetime | None
-    source_refs: list[str]
-    metadata: dict[str, Any]
-    version: int
-    previous_id: str | None
-    superseded_by: str | None
-    token_estimate: int
-    use_count: int
-    last_used_at: datetime | None
-    reward_count: int
-    reward_mean: float | None
-    created_at: datetime
-    updated_at: datetime
-    redacted: bool = False
+    id: str = Field(description="Memory id")
+    type: str = Field(description="constraint, fact, skill, ...")
+    scope: dict[str, str] = Field(description="Where it applies")
+    content: str = Field(description="What to remember")
+    status: str = Field(description="active, superseded, deleted, ...")
+    confidence: float = Field(description="How sure, 0 to 1")
+    sensitivity: str = Field(description="low, medium, high or restricted")
+    criticality: float = Field(description="How much it matters, 0 to 1")
+    valid_from: datetime | None = Field(description="Not recalled before")
+    valid_until: datetime | None = Field(description="Not recalled after")
+    source_refs: list[str] = Field(description="Where it came from")
+    metadata: dict[str, Any] = Field(description="Free-form JSON")
+    version: int = Field(description="Version in its chain, from 1")
+    previous_id: str | None = Field(description="The version it replaced")
+    superseded_by: str | None = Field(description="The version that replaced it")
+    token_estimate: int = Field(description="Tokens it takes in a recall")
+    use_count: int = Field(description="Recalls that chose it")
+    last_used_at: datetime | None = Field(description="Last time a recall chose it")
+    reward_count: int = Field(description="Rewards credited to it")
+    reward_mean: float | None = Field(description="Mean of those rewards")
+    created_at: datetime = Field(description="When it was stored")
+    updated_at: datetime = Field(description="Last change")
+    redacted: bool = Field(default=False, description="Content and metadata withheld from this key")
 
 
 class MemoryPage(Response):
-    items: list[MemoryRead]
-    next_cursor: str | None
+    items: list[MemoryRead] = Field(description="This page's memories")
+    next_cursor: str | None = Field(description="The next page's cursor; null at the end")
 
 
 class ScoreParts(Response):
-    text: float
-    criticality: float
-    confidence: float
-    value: float
-    staleness: float
+    text: float = Field(description="Text match")
+    criticality: float = Field(description="Criticality part")
+    confidence: float = Field(description="Confidence part")
+    value: float = Field(description="Reward history part")
+    staleness: float = Field(description="Age penalty")
 
 
 class MemoryHit(Response):
-    memory: MemoryRead
-    score: float
-    parts: ScoreParts
+    memory: MemoryRead = Field(description="The memory")
+    score: float = Field(description="Its rank score")
+    parts: ScoreParts = Field(description="The score's parts")
 
 
 class MemorySearchResult(Response):
-    query_terms: list[str]
-    hits: list[MemoryHit]
+    query_terms: list[str] = Field(description="The query's terms as searched")
+    hits: list[MemoryHit] = Field(description="Best first")

@@ -25,37 +25,39 @@ class RecallRequest(Request):
 
 
 class RecalledMemory(Response):
-    memory_id: str
-    type: str
-    content: str
-    scope: dict[str, str]
-    mode: str
-    score: float
-    reason: str
-    probability: float
-    token_estimate: int
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    memory_id: str = Field(description="Memory id")
+    type: str = Field(description="Memory type")
+    content: str = Field(description="What to remember")
+    scope: dict[str, str] = Field(description="Where it applies")
+    mode: str = Field(description="constraint, context, background or reverify_before_use")
+    score: float = Field(description="Rank score")
+    reason: str = Field(description="Why it was chosen")
+    probability: float = Field(description="P(chosen) under the policy")
+    token_estimate: int = Field(description="Tokens it takes")
+    metadata: dict[str, Any] = Field(
+        default_factory=dict, description="Its metadata (a skill's steps, for one)"
+    )
 
 
 class SuppressedMemory(Response):
-    memory_id: str
-    reason: str
-    probability: float
+    memory_id: str = Field(description="Memory id")
+    reason: str = Field(description="Why it was left out")
+    probability: float = Field(description="P(chosen) under the policy")
 
 
 class PolicyRef(Response):
-    id: str
-    version: int
+    id: str = Field(description="Policy id")
+    version: int = Field(description="Policy version")
 
 
 class RecallResponse(Response):
-    recall_id: str
-    policy: PolicyRef
-    token_budget: int
-    tokens_used: int
-    selected: list[RecalledMemory]
-    suppressed: list[SuppressedMemory]
-    propensity: float
+    recall_id: str = Field(description="Names the recall in a reward")
+    policy: PolicyRef = Field(description="The policy that chose")
+    token_budget: int = Field(description="The budget asked for")
+    tokens_used: int = Field(description="Tokens the chosen memories take")
+    selected: list[RecalledMemory] = Field(description="The chosen memories")
+    suppressed: list[SuppressedMemory] = Field(description="Candidates left out")
+    propensity: float = Field(description="P(this exact selection) under the policy")
 
 
 class Signals(Request):
@@ -81,23 +83,23 @@ class RewardCreate(Request):
 
 
 class EpisodeScore(Response):
-    reward_id: str
-    episode_id: str
-    scalar: float
-    components: dict[str, float]
-    spec_version: str
+    reward_id: str = Field(description="Reward id")
+    episode_id: str = Field(description="The episode scored")
+    scalar: float = Field(description="Its reward")
+    components: dict[str, float] = Field(description="The reward's parts")
+    spec_version: str = Field(description="The reward spec used")
 
 
 class RewardRead(Response):
-    id: str
-    recall_id: str | None
-    task_id: str | None
-    episode_id: str | None = None
-    value: float | None
-    signals: dict[str, Any]
-    scalar: float
-    components: dict[str, float]
-    spec_version: str
-    completed_recalls: list[str]
-    episodes: list[EpisodeScore] = Field(default_factory=list)
-    created_at: datetime
+    id: str = Field(description="Reward id")
+    recall_id: str | None = Field(description="The recall it scored")
+    task_id: str | None = Field(description="The task it scored")
+    episode_id: str | None = Field(default=None, description="The episode it scored")
+    value: float | None = Field(description="The explicit score given")
+    signals: dict[str, Any] = Field(description="The signals given")
+    scalar: float = Field(description="The reward under the spec")
+    components: dict[str, float] = Field(description="The reward's parts")
+    spec_version: str = Field(description="The reward spec used")
+    completed_recalls: list[str] = Field(description="Recalls whose transitions it completed")
+    episodes: list[EpisodeScore] = Field(default_factory=list, description="The episodes it scored")
+    created_at: datetime = Field(description="When it was stored")

@@ -103,3 +103,13 @@ def test_the_check_fails_on_drift(components: dict[str, Any]) -> None:
     assert not accepts(mine["properties"]["id"], {}, theirs, components)
     assert accepts({"type": "number"}, {}, {"type": "integer"}, {})
     assert "ghost" not in components["EpisodeSummary"]["properties"]
+
+
+def test_every_client_field_is_described() -> None:
+    undescribed = [
+        f"{model.__name__}.{name}"
+        for model in CLIENT_MODELS
+        for name, info in model.model_fields.items()
+        if not info.description
+    ]
+    assert undescribed == []
