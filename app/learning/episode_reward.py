@@ -8,6 +8,7 @@ outcome      success 1.0; partial = progress clipped to [0, 1] (0.5 when unknown
              early = 1 - min(1, steps / median_steps) when the baseline is usable (at
              least min_baseline episodes and a median_steps > 0), else 1 / (1 + steps),
              so stopping sooner scores higher. An open episode (outcome None) has none.
+             Nor does an unknown outcome (no one said how it went).
              signals["task_success"], when given, overrides it: true 1.0, false 0.0
              (also for an open episode).
 efficiency   only with a baseline of at least min_baseline episodes (default 5):
@@ -60,6 +61,7 @@ EPISODE_SPEC: dict[str, Any] = {
             "1 - min(1, steps / median_steps) with a usable baseline, else 1 / (1 + steps)"
         ),
         "open": "no component",
+        "unknown": "no component",
         "task_success_override": {"true": 1.0, "false": 0.0},
     },
     "efficiency": {

@@ -329,3 +329,14 @@ def test_a_session_start_in_a_long_path_still_recalls(agent: httpx.Client) -> No
     event = payloads.session_start(_session()) | {"cwd": "/" + "d" * 4090}
     r = agent.post(HOOK, json=event)
     assert r.status_code == 200, r.text
+
+
+def test_an_unknown_outcome_adds_no_outcome_component(agent: httpx.Client) -> None:
+    sid = _session()
+    agent.post(HOOK, json=payloads.user_prompt_submit("tidy the imports", sid))
+    agent.post(HOOK, json=payloads.post_tool_use("Edit", {"file_path": "a.py"}, "ok", sid))
+    agent.post(HOOK, json=payloads.session_end(sid))
+    r = agent.post("/v1/rewards", json={"task_id": f"claude-code:{sid}", "value": 0.5})
+    [score] = r.json()["episodes"]
+    assert "outcome" not in score["components"]
+    assert score["components"]["explicit"] == 0.5
