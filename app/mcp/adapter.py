@@ -5,16 +5,18 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
+import orjson
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
-from mcp_types import ToolAnnotations
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from starlette.requests import Request
 
+from app.api.body import json_bytes
 from app.api.deps import AppState, client_address, write_session
 from app.core.errors import AppError, Forbidden
 from app.services import audit
@@ -105,6 +107,17 @@ def dumped(result: BaseModel) -> dict[str, Any]:
     return result.model_dump(mode="json")
 
 
+def _result(payload: dict[str, Any]) -> CallToolResult:
+    """The answer as compact JSON text (what a model reads; indenting only costs it tokens)
+    and as structured content (what a program reads)."""
+    # As the HTTP API writes it (a memory's row holds datetimes and enums).
+    text = json_bytes(payload)
+    return CallToolResult(
+        content=[TextContent(type="text", text=text.decode())],
+        structured_content=orjson.loads(text),
+    )
+
+
 class _Unparsed(FuncMetadata):
     """Hands the tool its arguments as sent: it validates them itself, so that a refusal
     names each field and its reason as the HTTP API's 422 does."""
@@ -138,7 +151,7 @@ def schema_tool(
             data = body.model_validate({k: v for k, v in sent.items() if k not in extra})
         except ValidationError as exc:
             raise ToolError(invalid(exc)) from exc
-        return await answer(run(ctx, data, {key: getattr(checked, key) for key in extra}))
+        return _result(await answer(run(ctx, data, {key: getattr(checked, key) for key in extra})))
 
     return Tool(
         fn=call,
@@ -159,14 +172,17 @@ def function_tool(fn: Callable[..., Awaitable[Any]], *, read_only: bool = False)
     # Unknown arguments are refused, as the HTTP API refuses unknown fields: a misspelt
     # one would otherwise be dropped without a word.
     base = plain.fn_metadata.arg_model
-    arguments = type(base.__name__, (base,), {"model_config": ConfigDict(extra="forbid")})
+    arguments = cast(
+        "type[ArgModelBase]",
+        type(base.__name__, (base,), {"model_config": ConfigDict(extra="forbid")}),
+    )
 
     async def call(ctx: Ctx, sent: dict[str, Any]) -> Any:
         try:
             checked = arguments.model_validate(sent)
         except ValidationError as exc:
             raise ToolError(invalid(exc)) from exc
-        return await answer(fn(ctx, **checked.model_dump_one_level()))
+        return _result(await answer(fn(ctx, **checked.model_dump_one_level())))
 
     return plain.model_copy(
         update={

@@ -77,9 +77,12 @@ def text(result: CallToolResult) -> str:
 
 
 def data(result: CallToolResult) -> Any:
-    """A successful tool's JSON answer."""
+    """A successful tool's JSON answer, the same as text (for models) and as structured
+    content (for programs)."""
     assert not result.is_error, text(result)
-    return json.loads(text(result))
+    answer = json.loads(text(result))
+    assert result.structured_content == answer
+    return answer
 
 
 def error(result: CallToolResult) -> str:
