@@ -4,6 +4,7 @@ over real HTTP to `engram serve` (the recall deadline, in-process)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -340,3 +341,12 @@ def test_an_unknown_outcome_adds_no_outcome_component(agent: httpx.Client) -> No
     [score] = r.json()["episodes"]
     assert "outcome" not in score["components"]
     assert score["components"]["explicit"] == 0.5
+
+
+def test_a_web_page_cannot_post_events(agent: httpx.Client) -> None:
+    # A page's no-cors request carries text/plain (no preflight): refused before reading.
+    body = json.dumps(payloads.stop()).encode()
+    r = agent.post(HOOK, content=body, headers={"Content-Type": "text/plain"})
+    assert r.status_code == 415
+    r = agent.post(HOOK, json=payloads.stop(), headers={"Origin": "https://evil.example"})
+    assert r.status_code == 403
