@@ -104,6 +104,7 @@ async def answer(call: Awaitable[T]) -> T:
 
 
 def dumped(result: BaseModel) -> dict[str, Any]:
+    """A response model's fields as JSON values."""
     return result.model_dump(mode="json")
 
 
@@ -168,7 +169,8 @@ def schema_tool(
 def function_tool(fn: Callable[..., Awaitable[Any]], *, read_only: bool = False) -> Tool:
     """The tool of `fn` (its name, docstring and annotated parameters), whose refusals of
     arguments name each field as `schema_tool`'s do."""
-    plain = Tool.from_function(fn)
+    # The docstring as one paragraph: its line breaks are the source's, not the text's.
+    plain = Tool.from_function(fn, description=" ".join((fn.__doc__ or "").split()))
     # Unknown arguments are refused, as the HTTP API refuses unknown fields: a misspelt
     # one would otherwise be dropped without a word.
     base = plain.fn_metadata.arg_model

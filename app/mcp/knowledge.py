@@ -6,13 +6,13 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.mcpserver.exceptions import ResourceError
 from mcp.server.mcpserver.tools import Tool
 from pydantic import Field
 
 from app.api.deps import page_size, read_session, write_session
 from app.core.errors import AppError
-from app.mcp.adapter import Ctx, answer, caller, describe, dumped, function_tool, schema_tool
+from app.mcp.adapter import Ctx, caller, describe, dumped, function_tool, schema_tool
 from app.schemas.common import stored_ident
 from app.schemas.learning import SkillRead, SkillSort, SkillStatus
 from app.schemas.memory import MemoryCreate, MemorySearch
@@ -53,15 +53,12 @@ async def forget_memory(
     you a memory the user says is outdated. Returns the memory, status `deleted`."""
     who = await caller(ctx, Role.AGENT, tool="forget_memory")
     state = who.state
-
-    async def forget() -> Any:
-        async with write_session(state) as session:
-            service = MemoryService(
-                session, limits=state.settings.limits, ceiling=who.principal.max_sensitivity
-            )
-            return await service.forget(who.namespace, stored_ident(memory_id, what="memory"))
-
-    return dumped(await answer(forget()))
+    async with write_session(state) as session:
+        service = MemoryService(
+            session, limits=state.settings.limits, ceiling=who.principal.max_sensitivity
+        )
+        forgotten = await service.forget(who.namespace, stored_ident(memory_id, what="memory"))
+    return dumped(forgotten)
 
 
 async def list_skills(
@@ -76,23 +73,16 @@ async def list_skills(
 ) -> Any:
     """List the skills Engram has learned from episodes: procedures (trigger, steps) that
     worked for a task type, with their success statistics. Call to see what is known before
-    a kind of task, then `get_skill` for one skill's steps. Returns `items` and `has_more`."""
+    a kind of task, then `get_skill` for one skill's steps. Returns `items` and
+    `next_offset` (null on the last page)."""
     who = await caller(ctx, Role.READER, tool="list_skills")
     state = who.state
-
-    async def page() -> Any:
-        size = page_size(limit, state.settings)
-        async with read_session(state) as session:
-            return await KnowledgeService(session).skills(
-                who.namespace,
-                status=status,
-                task_type=task_type,
-                sort=sort,
-                offset=offset,
-                limit=size,
-            )
-
-    return dumped(await answer(page()))
+    size = page_size(limit, state.settings)
+    async with read_session(state) as session:
+        skills = await KnowledgeService(session).skills(
+            who.namespace, status=status, task_type=task_type, sort=sort, offset=offset, limit=size
+        )
+    return dumped(skills)
 
 
 async def _skill(ctx: Ctx, skill_id: str, *, tool: str) -> SkillRead:
@@ -109,7 +99,7 @@ async def get_skill(
 ) -> Any:
     """Read one skill: its trigger (when it applies), its steps in order, and how often it
     succeeded. Follow its steps when its trigger matches your task. Returns the skill."""
-    return dumped(await answer(_skill(ctx, skill_id, tool="get_skill")))
+    return dumped(await _skill(ctx, skill_id, tool="get_skill"))
 
 
 def knowledge_tools() -> list[Tool]:
@@ -124,7 +114,8 @@ def knowledge_tools() -> list[Tool]:
                 "Full-text search of stored memories (facts, preferences, constraints, "
                 "lessons...), ranked by relevance, criticality, confidence and freshness. "
                 "Use to look something up in the middle of a task; use `recall` at its "
-                "start. Returns `items`, each memory with its score."
+                "start. Returns `hits`, best first: each memory with its score and the "
+                "score's parts."
             ),
         ),
         schema_tool(
@@ -156,8 +147,8 @@ def add_skill_resources(server: MCPServer) -> None:
     async def active_skills(ctx: Ctx, task_type: str | None = None) -> Any:
         try:
             return await list_skills(ctx, status="active", task_type=task_type, limit=None)
-        except ToolError as exc:
-            raise ResourceError(str(exc)) from exc
+        except AppError as exc:
+            raise ResourceError(describe(exc)) from exc
 
     @server.resource(
         "engram://skills/{skill_id}",
@@ -167,6 +158,6 @@ def add_skill_resources(server: MCPServer) -> None:
     )
     async def skill(ctx: Ctx, skill_id: str) -> Any:
         try:
-            return dumped(await _skill(ctx, skill_id, tool="resource skill"))
+            return dumped(await _skill(ctx, skill_id, tool="skill resource"))
         except AppError as exc:
             raise ResourceError(describe(exc)) from exc

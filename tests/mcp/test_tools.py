@@ -174,8 +174,10 @@ async def test_bad_arguments_are_tool_errors_naming_the_field(
             {"episode_id": "01a2345b-0000-7000-8000-000000000000", "outcome": "success"},
         )
         extra = await client.call_tool("get_skill", {"skill_id": "x", "colour": "red"})
+        page = await client.call_tool("list_skills", {"limit": 1_000_000})
     assert "token_budget: Field required" in error(missing)
     assert "type: Input should be" in error(wrong)
     assert "steps[0].action: Field required" in error(unknown)
     assert "NotFound (404)" in error(absent)
-    assert "colour" in error(extra)
+    assert "colour: Extra inputs are not permitted" in error(extra)
+    assert "InvalidInput (422): limit: at most" in error(page)
