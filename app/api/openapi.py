@@ -4,6 +4,7 @@ refusals every route can give, and the bearer scheme."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from fastapi import FastAPI
@@ -36,6 +37,7 @@ def install_openapi(app: FastAPI) -> None:
             schemas[model.__name__] = body
         schemas.update(dataset_row_schemas())
         _restore_examples(schemas)
+        _answers(schema)
         _one_error_shape(schema)
         _refusals(schema)
         components["securitySchemes"] = {
@@ -121,3 +123,59 @@ def _restore_examples(schemas: dict[str, Any]) -> None:
     for name, found in by_name.items():
         if name in schemas and len(found) == 1:
             schemas[name]["examples"] = found[0]
+
+
+REPLAYED = {
+    "description": "`true` when this is the first answer to an earlier request with the "
+    "same Idempotency-Key, sent again (nothing was written this time)",
+    "schema": {"type": "string", "enum": ["true"]},
+}
+LOCATION = {
+    "description": "The created record's path (GET it for the whole record)",
+    "schema": {"type": "string"},
+}
+
+
+def _answers(schema: dict[str, Any]) -> None:
+    """Success answers described by what they hold (FastAPI says "Successful Response"),
+    with the headers the routes send: Location for a created record that has a path of
+    its own, Idempotent-Replayed where an Idempotency-Key is taken."""
+    schemas = schema["components"]["schemas"]
+    paths = schema["paths"]
+    for path, operations in paths.items():
+        for method, operation in operations.items():
+            idempotent = any(
+                p["name"] == "Idempotency-Key" for p in operation.get("parameters", [])
+            )
+            for code, answer in operation.get("responses", {}).items():
+                if not code.startswith("2"):
+                    continue
+                if answer.get("description") == "Successful Response":
+                    answer["description"] = _holds(code, answer, schemas)
+                headers = answer.setdefault("headers", {})
+                if idempotent:
+                    headers["Idempotent-Replayed"] = REPLAYED
+                if code == "201" and method == "post" and _readable_one(paths, path):
+                    headers["Location"] = LOCATION
+                if not headers:
+                    del answer["headers"]
+
+
+def _holds(code: str, answer: dict[str, Any], schemas: dict[str, Any]) -> str:
+    body = (answer.get("content") or {}).get("application/json", {}).get("schema")
+    if body is None:
+        return "Done; no body"
+    many = body.get("type") == "array"
+    ref = (body.get("items", {}) if many else body).get("$ref", "")
+    found: str = schemas.get(ref.rsplit("/", 1)[-1], {}).get("description", "Done")
+    if many:
+        found = f"A list, each item: {found[0].lower()}{found[1:]}"
+    return f"Created: {found[0].lower()}{found[1:]}" if code == "201" else found
+
+
+def _readable_one(paths: dict[str, Any], path: str) -> bool:
+    """Whether `path/{id}` can be read (GET): where a created record's Location points."""
+    return any(
+        re.fullmatch(re.escape(path) + r"/\{[^/]+\}", other) and "get" in operations
+        for other, operations in paths.items()
+    )
