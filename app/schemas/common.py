@@ -17,6 +17,10 @@ NAMESPACE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 # Names (task ids, tools, actions) are bounded by the column size; longer ones are a 413.
 NAME_MAX = 256
 Name = Annotated[str, StringConstraints(min_length=1)]
+# How the service's own limits (ENGRAM_LIMITS__*) read in field descriptions.
+NAME_LIMIT = "at most 256 characters (longer is a 413)"
+TEXT_LIMIT = "at most ENGRAM_LIMITS__MAX_TEXT_CHARS characters (16,384 by default; longer is a 413)"
+JSON_LIMIT = "at most ENGRAM_LIMITS__MAX_METADATA_BYTES as JSON (16,384 by default; more is a 413)"
 NonNegative = Annotated[float, Field(ge=0)]
 # A step's latency and tokens are bounded so that an episode's totals stay finite and fit
 # a 64-bit column (1,000 steps of a year each; 10^12 tokens each).

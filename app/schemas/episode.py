@@ -18,8 +18,11 @@ from pydantic import (
 
 from app.schemas import examples
 from app.schemas.common import (
+    JSON_LIMIT,
     MAX_LATENCY_MS,
     MAX_TOKENS,
+    NAME_LIMIT,
+    TEXT_LIMIT,
     EventTime,
     Ident,
     JsonObject,
@@ -82,15 +85,15 @@ class StepCreate(Strict):
 
     action: Name = Field(
         description="What the agent did, as a short stable name (`search_code`); learning "
-        "mines patterns and skills from these names; at most 256 characters"
+        "mines patterns and skills from these names; " + NAME_LIMIT
     )
-    tool: Name | None = Field(default=None, description="The tool used; null when none")
+    tool: Name | None = Field(default=None, description="The tool used; " + NAME_LIMIT)
     input: JsonValue = Field(default=None, description="The step's input, any JSON value")
     output: JsonValue = Field(default=None, description="The step's output, any JSON value")
     status: StepStatus = Field(
         default=StepStatus.OK, description="How the step ended; `ok` when left out"
     )
-    error: str | None = Field(default=None, description="The error message, if it failed")
+    error: str | None = Field(default=None, description="The error message; " + TEXT_LIMIT)
     latency_ms: float | None = Field(
         default=None, ge=0, le=MAX_LATENCY_MS, description="Wall time in milliseconds (0 to a year)"
     )
@@ -99,23 +102,30 @@ class StepCreate(Strict):
     )
     started_at: EventTime | None = Field(default=None, description="When it began; " + _WHEN)
     metadata: JsonObject = Field(
-        default_factory=dict, description="Free-form JSON object kept with the step"
+        default_factory=dict,
+        description="Free-form JSON object kept with the step; a whole step is at most "
+        "ENGRAM_LIMITS__MAX_STEP_BYTES as JSON (65,536 by default; more is a 413)",
     )
 
 
 class EpisodeContext(Strict):
     """Where the episode happened: used to match skills and filter learning."""
 
-    domain: Name | None = Field(default=None, description="Area of work (`web`, `billing`)")
-    language: Name | None = Field(default=None, description="Programming or natural language")
-    tags: list[Name] = Field(
-        default_factory=list, max_length=64, description="Free labels (at most 64)"
+    domain: Name | None = Field(default=None, description="Area of work (`web`); " + NAME_LIMIT)
+    language: Name | None = Field(
+        default=None, description="Programming or natural language; " + NAME_LIMIT
     )
-    text: str | None = Field(default=None, description="Free-text description of the context")
+    tags: list[Name] = Field(
+        default_factory=list,
+        max_length=64,
+        description="Free labels (at most 64), each " + NAME_LIMIT,
+    )
+    text: str | None = Field(default=None, description="Free text about the context; " + TEXT_LIMIT)
     features: Annotated[dict[str, Scalar], AfterValidator(storable)] = Field(
         default_factory=dict,
         max_length=64,
-        description="Named scalar values (string, number, boolean or null; at most 64)",
+        description="Named scalar values (string, number, boolean or null; at most 64 of "
+        "them), " + JSON_LIMIT,
     )
 
 
@@ -129,17 +139,24 @@ class EpisodeCreate(Strict):
         description="Client-chosen id (letters, digits, `._:-`, at most 64); a retry with it "
         "returns the first result; null: the service assigns one",
     )
-    task_id: Name = Field(description="The task this episode worked on (rewards can name it)")
-    agent_id: Name | None = Field(default=None, description="The agent that ran it")
-    task_type: Name | None = Field(
-        default=None, description="Kind of task (`code_fix`): patterns and skills are per type"
+    task_id: Name = Field(
+        description="The task this episode worked on (rewards can name it); " + NAME_LIMIT
     )
-    description: str | None = Field(default=None, description="Free text about the episode")
+    agent_id: Name | None = Field(default=None, description="The agent that ran it; " + NAME_LIMIT)
+    task_type: Name | None = Field(
+        default=None,
+        description="Kind of task (`code_fix`): patterns and skills are per type; " + NAME_LIMIT,
+    )
+    description: str | None = Field(
+        default=None, description="Free text about the episode; " + TEXT_LIMIT
+    )
     context: EpisodeContext | str | None = Field(
         default=None, description="Where it happened; a string is shorthand for `{text: ...}`"
     )
     steps: list[StepCreate] = Field(
-        default_factory=list, description="The steps in order (at most the configured maximum)"
+        default_factory=list,
+        description="The steps in order, at most ENGRAM_LIMITS__MAX_STEPS (1,000 by default; "
+        "more is a 413)",
     )
     action: Name | None = Field(
         default=None, description="Shorthand for a one-step episode; not with `steps`"
@@ -148,7 +165,9 @@ class EpisodeCreate(Strict):
     outcome: Outcome | None = Field(
         default=None, description="How it ended; null leaves the episode open for more steps"
     )
-    verdict: str | None = Field(default=None, description="Why that outcome (needs `outcome`)")
+    verdict: str | None = Field(
+        default=None, description="Why that outcome (needs `outcome`); " + TEXT_LIMIT
+    )
     progress: float | None = Field(
         default=None,
         ge=0,
@@ -157,13 +176,17 @@ class EpisodeCreate(Strict):
         "between 0 and 1 for a partial, below 1 for a failure or an abstention",
     )
     skills_applied: list[Name] = Field(
-        default_factory=list, max_length=64, description="Names of skills the agent followed"
+        default_factory=list,
+        max_length=64,
+        description="Names of skills the agent followed (at most 64), each " + NAME_LIMIT,
     )
     started_at: EventTime | None = Field(default=None, description="When it began; " + _WHEN)
     ended_at: EventTime | None = Field(
         default=None, description="When it ended, not before `started_at`; " + _WHEN
     )
-    metadata: JsonObject = Field(default_factory=dict, description="Free-form JSON object")
+    metadata: JsonObject = Field(
+        default_factory=dict, description="Free-form JSON object, " + JSON_LIMIT
+    )
 
     _progress = field_validator("progress")(_progress_fits_outcome)
 

@@ -18,7 +18,7 @@ from pydantic import (
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from app.schemas import examples
-from app.schemas.common import Ident, JsonObject, Timestamp
+from app.schemas.common import JSON_LIMIT, TEXT_LIMIT, Ident, JsonObject, Timestamp
 
 
 class MemoryType(StrEnum):
@@ -119,7 +119,8 @@ _CRITICALITY = (
 
 class MemoryFields(Strict):
     content: Annotated[str, StringConstraints(min_length=1)] = Field(
-        description="The memory itself, as text recall hands back (at least 1 character)"
+        description="The memory itself, as text recall hands back (at least 1 character), "
+        + TEXT_LIMIT
     )
     confidence: Unit = Field(default=0.8, description=_CONFIDENCE + " (default 0.8)")
     sensitivity: Sensitivity = Field(
@@ -138,7 +139,9 @@ class MemoryFields(Strict):
         max_length=64,
         description="Where it came from (URLs, episode ids; at most 64 of 512 characters)",
     )
-    metadata: JsonObject = Field(default_factory=dict, description="Free-form JSON object")
+    metadata: JsonObject = Field(
+        default_factory=dict, description="Free-form JSON object, " + JSON_LIMIT
+    )
 
     @model_validator(mode="after")
     def _window(self) -> MemoryFields:
