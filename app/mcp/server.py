@@ -56,6 +56,13 @@ def build_server() -> MCPServer:
     return server
 
 
+METHOD_NOT_ALLOWED = JSONResponse(
+    {"error": "MethodNotAllowed", "detail": "MCP messages are sent with POST /mcp"},
+    status_code=405,
+    headers={"Allow": "POST"},
+)
+
+
 def refusal(exc: AppError) -> Response:
     """A 401 or 429 as a JSON-RPC error (MCP clients show its message; the API's error body
     is its data), with the status and headers (WWW-Authenticate, Retry-After) of the API's."""
@@ -121,6 +128,11 @@ class McpEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self._manager is None:
             raise StoreUnavailable("the MCP endpoint is not running")
+        if scope["method"] != "POST":
+            # Stateless: no session to end (DELETE) and no stream of server messages (GET),
+            # which the transport would hold open with nothing to send. 405 tells clients.
+            await METHOD_NOT_ALLOWED(scope, receive, send)
+            return
         request = Request(scope, receive)
         try:
             principal = await get_principal(request)

@@ -60,10 +60,14 @@ def api(server: EngramServer, key: str) -> httpx.Client:
 
 
 @contextlib.asynccontextmanager
-async def connect(url: str, *, headers: dict[str, str] | None = None) -> AsyncIterator[Client]:
-    """An MCP client of `url` (streamable HTTP), initialized."""
+async def connect(
+    url: str, *, headers: dict[str, str] | None = None, mode: str = "auto"
+) -> AsyncIterator[Client]:
+    """An MCP client of `url` (streamable HTTP), connected: `auto` speaks the newest
+    protocol, `legacy` the initialize handshake of the clients before it."""
     http = create_mcp_http_client(headers=headers)
-    async with http, Client(streamable_http_client(url, http_client=http)) as client:
+    transport = streamable_http_client(url, http_client=http)
+    async with http, Client(transport, mode=mode) as client:
         yield client
 
 

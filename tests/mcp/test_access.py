@@ -147,3 +147,11 @@ def test_pages_of_other_sites_and_foreign_host_names_are_refused(
     contents = [m["content"] for m in httpx.get(f"{open_server.url}/v1/memories").json()["items"]]
     assert content + "!" in contents
     assert content not in contents
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE"])
+def test_only_post_is_served(open_server: EngramServer, method: str) -> None:
+    r = httpx.request(method, f"{open_server.url}/mcp", headers=MCP_HEADERS, timeout=10)
+    # Stateless: no stream of server messages to hold open, no session to end.
+    assert r.status_code == 405
+    assert r.headers["allow"] == "POST"

@@ -30,11 +30,14 @@ def key(server: EngramServer, namespace: str) -> str:
     return make_key(server, namespace, "agent")
 
 
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_lists_every_tool_with_a_description_and_a_schema(
-    server: EngramServer, key: str
+    server: EngramServer, key: str, mode: str
 ) -> None:
-    async with connect(f"{server.url}/mcp", headers=bearer(key)) as client:
+    async with connect(f"{server.url}/mcp", headers=bearer(key), mode=mode) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        answered = await client.call_tool("search_memories", {"query": "anything"})
+    assert data(answered)["hits"] == []
     assert set(tools) == TOOLS
     for tool in tools.values():
         assert len(tool.description or "") > 80, tool.name
