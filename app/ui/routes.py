@@ -108,6 +108,11 @@ async def logout(request: Request) -> Response:
     return response
 
 
+@router.get("/ui/")
+async def slash() -> RedirectResponse:
+    return RedirectResponse("/ui", status_code=308)
+
+
 @router.get("/ui")
 async def overview(
     request: Request, principal: UIPrincipal, session: SessionDep, state: StateDep

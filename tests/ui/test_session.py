@@ -28,6 +28,7 @@ async def test_open_mode_shows_the_pages_without_a_key(client: httpx.AsyncClient
     assert "script-src 'self'" in r.headers["Content-Security-Policy"]
     login = await client.get("/ui/login")
     assert "the pages are open" in login.text
+    assert (await client.get("/ui/")).headers["location"] == "/ui"
 
 
 async def test_sign_in_over_https_sets_a_secure_strict_cookie_for_the_pages_only(
