@@ -175,8 +175,10 @@ def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
         429: "Over the key's request rate: retry after the Retry-After header's seconds",
         503: "A store is unavailable",
     }
-    if 401 in codes and 429 not in codes:
-        codes = (*codes, 429)  # every authenticated route is rate limited per key
+    if 401 in codes:
+        # Every authenticated route is rate limited per key (429), and reads its key from
+        # the database (503 while that is unavailable).
+        codes = (*codes, *(c for c in (429, 503) if c not in codes))
     models: dict[int, type[ErrorModel]] = {422: ValidationErrorModel, 429: RateLimitedModel}
     return {
         code: {
