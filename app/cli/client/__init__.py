@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Iterator, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
@@ -21,7 +22,7 @@ Url = Annotated[
     typer.Option(
         "--url",
         envvar="ENGRAM_URL",
-        help="The server [env ENGRAM_URL; default http://127.0.0.1:8080]",
+        help="The server (env ENGRAM_URL; default http://127.0.0.1:8080)",
         show_default=False,
         show_envvar=False,
     ),
@@ -31,7 +32,7 @@ Key = Annotated[
     typer.Option(
         "--key",
         envvar="ENGRAM_KEY",
-        help="API key [env ENGRAM_KEY]",
+        help="API key (env ENGRAM_KEY)",
         show_default=False,
         show_envvar=False,
     ),
@@ -100,7 +101,9 @@ def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any
 
     out = Table(title=title, title_justify="left")
     for column in columns:
-        out.add_column(column, overflow="fold")
+        # Ids stay whole, to be copied into the next command; long text wraps.
+        whole = column in ("id", "memory")
+        out.add_column(column, overflow="fold", no_wrap=whole, min_width=36 if whole else None)
     for row in rows:
         out.add_row(*(cell(v) for v in row))
     Console().print(out)
@@ -118,6 +121,8 @@ def cell(value: Any) -> str:
         return "-"
     if isinstance(value, float):
         return f"{value:.3g}"
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%d %H:%M:%S")
     if isinstance(value, list | dict):
         return escape(json.dumps(value, default=str))
     return escape(str(value))
