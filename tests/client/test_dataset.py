@@ -56,6 +56,9 @@ def test_dataframe_and_files_hold_the_servers_rows(server: EngramServer, tmp_pat
     with Engram(server.url, key=KEY) as engram:
         pages = list(engram.dataset.pages(task_type=task_type, limit=PAGE))
         frame = engram.dataset.to_dataframe(task_type=task_type, limit=PAGE, progress=False)
+        rest = engram.dataset.to_dataframe(
+            task_type=task_type, limit=PAGE, cursor=pages[0].next_cursor, progress=False
+        )
         parquet_rows = engram.dataset.download(
             tmp_path / "d.parquet", task_type=task_type, limit=PAGE, progress=False
         )
@@ -64,6 +67,7 @@ def test_dataframe_and_files_hold_the_servers_rows(server: EngramServer, tmp_pat
         )
     assert [p.rows for p in pages] == [2, 2, 1]
     assert frame["transition_id"].tolist() == expected
+    assert rest["transition_id"].tolist() == expected[PAGE:]  # from a cursor on
     assert frame["rewards"].tolist() == [float(i % 2) for i in range(ROWS)]
     assert parquet_rows == ndjson_rows == ROWS
     assert pq.read_table(tmp_path / "d.parquet").column("transition_id").to_pylist() == expected
