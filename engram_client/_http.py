@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
+from importlib import metadata
 from typing import Any, Generic, TypeVar
 
 import httpx
@@ -22,7 +23,6 @@ T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
 
 DEFAULT_URL = "http://127.0.0.1:8080"
-VERSION = "0.1.0"
 
 
 def default_url() -> str:
@@ -123,7 +123,11 @@ def retry_after(response: httpx.Response) -> float | None:
 
 
 def client_headers(key: str | None) -> dict[str, str]:
-    headers = {"User-Agent": f"engram-client/{VERSION}", "Accept": "application/json"}
+    try:
+        version = metadata.version("engram")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    headers = {"User-Agent": f"engram-client/{version}", "Accept": "application/json"}
     if key:
         headers["Authorization"] = f"Bearer {key}"
     return headers

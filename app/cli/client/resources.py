@@ -208,10 +208,6 @@ def patterns_show(pattern_id: str, url: Url = None, key: Key = None, as_json: Js
     """One pattern with its evidence."""
     with connect(url, key) as engram:
         pattern = engram.patterns.get(pattern_id)
-        if pattern is None:
-            from engram_client import NotFound
-
-            raise NotFound(f"pattern {pattern_id!r} not found", error="NotFound")
     if as_json:
         emit_json(dump(pattern))
     else:
