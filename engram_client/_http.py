@@ -46,11 +46,13 @@ class Call(Generic[T]):
     # so a retry after a lost answer returns the first result instead of writing again.
     idempotency_key: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    # A POST that only reads (a search): sending it twice changes nothing.
+    reads_only: bool = False
 
     @property
     def replayable(self) -> bool:
         """Safe to send again after a request that may have reached the server."""
-        return self.method == "GET" or self.idempotency_key is not None
+        return self.method == "GET" or self.reads_only or self.idempotency_key is not None
 
     def request_headers(self) -> dict[str, str]:
         if self.idempotency_key is None:

@@ -149,7 +149,13 @@ def _many(value: str | Sequence[str] | None) -> list[str] | None:
 
 def search_memories(query_text: str, fields: Fields) -> Call[MemorySearchResult]:
     search = MemorySearch.model_validate({"query": query_text, **fields})
-    return Call("POST", "/v1/memories/search", parser(MemorySearchResult), json=as_json(search))
+    return Call(
+        "POST",
+        "/v1/memories/search",
+        parser(MemorySearchResult),
+        json=as_json(search),
+        reads_only=True,
+    )
 
 
 def forget_memory(memory_id: str) -> Call[MemoryRead]:

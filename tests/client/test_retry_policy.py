@@ -14,6 +14,7 @@ POLICY = RetryPolicy(attempts=4, backoff_s=0.5, max_backoff_s=3.0, max_retry_aft
 KEYED = Call("POST", "/v1/episodes", nothing, idempotency_key="k")
 PLAIN = Call("POST", "/v1/episodes/e/steps", nothing)
 GET = Call("GET", "/v1/episodes", nothing)
+SEARCH = Call("POST", "/v1/memories/search", nothing, reads_only=True)
 
 
 def answer(status: int, **headers: str) -> httpx.Response:
@@ -53,5 +54,6 @@ def test_a_request_that_may_have_arrived_is_repeated_only_when_replayable() -> N
     refused = httpx.ConnectError("Connection refused", request=request)
     assert POLICY.delay(0, KEYED, error=lost) is not None
     assert POLICY.delay(0, GET, error=lost) is not None
+    assert POLICY.delay(0, SEARCH, error=lost) is not None
     assert POLICY.delay(0, PLAIN, error=lost) is None  # steps would be added twice
     assert POLICY.delay(0, PLAIN, error=refused) is not None  # it never left
