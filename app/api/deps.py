@@ -7,6 +7,7 @@ a thread hop on every request.
 from __future__ import annotations
 
 import contextlib
+import functools
 import random
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from app.services import audit
 from app.services.auth import Authenticator, Principal, Role
 from app.services.episodes import EpisodeService
 from app.services.idempotency import KeptAnswer, KeyLocks, checked_key, digest
+from app.services.recall_requests import RecallRequests
 from app.services.writer import EpisodeWriter
 from app.storage.blobs import BlobStore
 from app.worker.runner import Worker
@@ -52,6 +54,18 @@ class AppState:
     checkpointer: Maintenance | None = None
     # Requests under one Idempotency-Key, one at a time.
     key_locks: KeyLocks = field(default_factory=KeyLocks)
+
+    @functools.cached_property
+    def recalls(self) -> RecallRequests:
+        """The recall use case over this process's stores (the API, MCP and hooks share it)."""
+        return RecallRequests(
+            self.transactions,
+            writer=self.writer,
+            search=self.search,
+            settings=self.settings.recall,
+            rng=self.recall_rng,
+            key_locks=self.key_locks,
+        )
 
 
 async def get_state(request: Request) -> AppState:

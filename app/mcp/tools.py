@@ -17,7 +17,6 @@ from app.schemas.episode import EpisodeComplete, EpisodeCreate, EpisodeSummary, 
 from app.schemas.learning import ReflectRequest
 from app.schemas.recall import RecallRequest, RewardCreate
 from app.services.auth import Role
-from app.services.recall_requests import RecallRequests
 from app.services.rewards import RewardService
 
 EpisodeIdField = Annotated[
@@ -28,14 +27,7 @@ EpisodeIdField = Annotated[
 async def _recall(ctx: Ctx, data: RecallRequest, _: dict[str, Any]) -> Any:
     who = await caller(ctx, Role.AGENT, tool="recall")
     state = who.state
-    recalls = RecallRequests(
-        state.transactions,
-        writer=state.writer,
-        search=state.search,
-        settings=state.settings.recall,
-        rng=state.recall_rng,
-        key_locks=state.key_locks,
-    )
+    recalls = state.recalls
     result, _replayed = await recalls.recall(
         who.namespace, data, ceiling=who.principal.max_sensitivity, idempotency_key=None
     )

@@ -18,7 +18,6 @@ from fastapi import FastAPI
 from app.schemas.hooks import ClaudeCodeHookEvent
 from app.services.hooks import claude_code
 from app.services.hooks.claude_code import ClaudeCodeHooks
-from app.services.recall_requests import RecallRequests
 from tests import hook_payloads as payloads
 from tests.conftest import auth
 from tests.server import EngramServer
@@ -283,14 +282,7 @@ async def test_a_recall_past_its_deadline_answers_empty_and_is_still_logged(
 ) -> None:
     await client.post("/v1/memories", json={"type": "fact", "content": "Deploys go through CI"})
     state = app.state.engram
-    recalls = RecallRequests(
-        state.transactions,
-        writer=state.writer,
-        search=state.search,
-        settings=state.settings.recall,
-        rng=state.recall_rng,
-        key_locks=state.key_locks,
-    )
+    recalls = state.recalls
     hooks = ClaudeCodeHooks(
         state.transactions, episodes=state.episodes, recalls=recalls, recall_deadline_s=0
     )

@@ -8,7 +8,6 @@ from app.api.deps import AgentDep, StateDep
 from app.core.errors import error_responses
 from app.schemas.hooks import ClaudeCodeHookEvent, HookAnswer
 from app.services.hooks.claude_code import ClaudeCodeHooks
-from app.services.recall_requests import RecallRequests
 
 router = APIRouter(prefix="/v1/hooks", tags=["hooks"])
 
@@ -26,13 +25,6 @@ async def claude_code_hook(
     memories and skills come back as `hookSpecificOutput.additionalContext`), PostToolUse
     and PostToolUseFailure add a step to the session's episode, Stop and SessionEnd
     complete it; any other event is answered with `{}`."""
-    recalls = RecallRequests(
-        state.transactions,
-        writer=state.writer,
-        search=state.search,
-        settings=state.settings.recall,
-        rng=state.recall_rng,
-        key_locks=state.key_locks,
-    )
+    recalls = state.recalls
     hooks = ClaudeCodeHooks(state.transactions, episodes=state.episodes, recalls=recalls)
     return await hooks.handle(principal.namespace, event, ceiling=principal.max_sensitivity)

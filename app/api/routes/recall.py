@@ -25,7 +25,6 @@ from app.core.errors import error_responses
 from app.schemas.recall import RecallRequest, RecallResponse, RewardCreate, RewardPage, RewardRead
 from app.services.auth import Principal, Role
 from app.services.idempotency import IDEMPOTENCY_HEADER
-from app.services.recall_requests import RecallRequests
 from app.services.rewards import RewardService
 
 router = APIRouter(prefix="/v1", tags=["recall"])
@@ -44,14 +43,7 @@ async def recall(
     state: AppState, principal: Principal, body: RecallRequest, key: str | None
 ) -> Answer:
     """Choose memories for a task under a token budget; the decision is logged for RL."""
-    recalls = RecallRequests(
-        state.transactions,
-        writer=state.writer,
-        search=state.search,
-        settings=state.settings.recall,
-        rng=state.recall_rng,
-        key_locks=state.key_locks,
-    )
+    recalls = state.recalls
     result, is_replay = await recalls.recall(
         principal.namespace, body, ceiling=principal.max_sensitivity, idempotency_key=key
     )
