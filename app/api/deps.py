@@ -165,8 +165,8 @@ async def require_reader(request: Request) -> Principal:
     return await get_principal(request)
 
 
-async def _require(request: Request, role: Role) -> Principal:
-    principal = await get_principal(request)
+async def check_role(request: Request, principal: Principal, role: Role, *, target: str) -> None:
+    """Refuse (Forbidden) a principal without `role`, over HTTP or MCP alike."""
     try:
         principal.require(role)
     except Forbidden as exc:
@@ -179,12 +179,17 @@ async def _require(request: Request, role: Role) -> Principal:
                 action="request.denied",
                 namespace=principal.namespace,
                 actor=principal,
-                target=f"{request.method} {request.url.path}"[:256],
+                target=target[:256],
                 outcome="denied",
                 client=client_address(request),
                 reason=exc.message,
             )
         raise
+
+
+async def _require(request: Request, role: Role) -> Principal:
+    principal = await get_principal(request)
+    await check_role(request, principal, role, target=f"{request.method} {request.url.path}")
     return principal
 
 

@@ -17,9 +17,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from starlette.requests import Request
 
 from app.api.body import json_bytes
-from app.api.deps import AppState, client_address, write_session
+from app.api.deps import AppState, check_role
 from app.core.errors import AppError, Forbidden
-from app.services import audit
 from app.services.auth import Principal, Role
 
 M = TypeVar("M", bound=BaseModel)
@@ -54,20 +53,8 @@ async def caller(ctx: Ctx, role: Role, *, tool: str) -> Caller:
     state: AppState = request.app.state.engram
     principal: Principal = request.scope["state"][PRINCIPAL]
     try:
-        principal.require(role)
+        await check_role(request, principal, role, target=f"mcp tool {tool}")
     except Forbidden as exc:
-        # As the HTTP routes do: the call fails, its record stays (a transaction of its own).
-        async with write_session(state) as session:
-            await audit.record(
-                session,
-                action="request.denied",
-                namespace=principal.namespace,
-                actor=principal,
-                target=f"mcp tool {tool}",
-                outcome="denied",
-                client=client_address(request),
-                reason=exc.message,
-            )
         raise ToolError(f"Forbidden: {exc.message}") from exc
     return Caller(state, principal)
 
