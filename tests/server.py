@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -9,7 +10,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import httpx
@@ -107,7 +108,7 @@ class EngramServer(_Process):
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, *, timeout: float = 30.0) -> EngramServer:
+    def start(self, *, timeout: float = 60.0) -> EngramServer:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("ab") as log:  # the child keeps its own copy of the fd
             self.proc = subprocess.Popen(
@@ -168,3 +169,20 @@ class EngramWorker(_Process):
                 raise RuntimeError(f"engram worker exited with {self.proc.returncode}")
             time.sleep(0.05)
         raise RuntimeError(f"engram worker did not start: {self.log()}")
+
+
+@contextlib.contextmanager
+def serving(data_dir: Path, *, key: str, **env: str) -> Iterator[EngramServer]:
+    """A started `engram serve` on a SQLite file in `data_dir`, `key` its operator key, its
+    request log off and no rate limit (tests call faster than a key may); stopped after."""
+    server = EngramServer(
+        data_dir,
+        ENGRAM_BOOTSTRAP_KEY=key,
+        ENGRAM_LOG_REQUESTS="false",
+        ENGRAM_RATE_LIMIT__PER_SECOND="0",
+        **env,
+    ).start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -20,7 +20,7 @@ from app.services.hooks import claude_code
 from app.services.hooks.claude_code import ClaudeCodeHooks
 from tests import hook_payloads as payloads
 from tests.conftest import auth
-from tests.server import EngramServer
+from tests.server import EngramServer, serving
 
 OPERATOR = "egk_hooks-test-operator-key-0123456789abcdefgh"
 HOOK = "/v1/hooks/claude-code"
@@ -28,16 +28,8 @@ HOOK = "/v1/hooks/claude-code"
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngramServer]:
-    srv = EngramServer(
-        tmp_path_factory.mktemp("hooks"),
-        ENGRAM_BOOTSTRAP_KEY=OPERATOR,
-        ENGRAM_LOG_REQUESTS="false",
-        ENGRAM_RATE_LIMIT__PER_SECOND="0",
-    ).start()
-    try:
+    with serving(tmp_path_factory.mktemp("hooks"), key=OPERATOR) as srv:
         yield srv
-    finally:
-        srv.stop()
 
 
 def _key(server: EngramServer, namespace: str, role: str = "agent") -> str:

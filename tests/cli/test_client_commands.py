@@ -17,7 +17,7 @@ import pytest
 
 from engram_client import Engram
 from tests.client.proxy import Proxy
-from tests.server import EngramServer, free_port
+from tests.server import EngramServer, free_port, serving
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "egk_cli-client-tests-operator-key-0123456789"
@@ -25,15 +25,10 @@ KEY = "egk_cli-client-tests-operator-key-0123456789"
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngramServer]:
-    srv = EngramServer(
-        tmp_path_factory.mktemp("cli-client"),
-        ENGRAM_BOOTSTRAP_KEY=KEY,
-        ENGRAM_LOG_REQUESTS="false",
-        ENGRAM_RATE_LIMIT__PER_SECOND="0",
-        ENGRAM_LEARNING__WORKER="false",
-    ).start()
-    yield srv
-    srv.stop()
+    with serving(
+        tmp_path_factory.mktemp("cli-client"), key=KEY, ENGRAM_LEARNING__WORKER="false"
+    ) as srv:
+        yield srv
 
 
 def engram(

@@ -18,7 +18,7 @@ import pytest
 
 from tests import hook_payloads as payloads
 from tests.conftest import auth
-from tests.server import EngramServer, free_port
+from tests.server import EngramServer, free_port, serving
 
 ROOT = Path(__file__).resolve().parents[2]
 OPERATOR = "egk_hook-cli-test-operator-key-0123456789abcdef"
@@ -26,15 +26,8 @@ OPERATOR = "egk_hook-cli-test-operator-key-0123456789abcdef"
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngramServer]:
-    srv = EngramServer(
-        tmp_path_factory.mktemp("hook-cli"),
-        ENGRAM_BOOTSTRAP_KEY=OPERATOR,
-        ENGRAM_LOG_REQUESTS="false",
-    ).start()
-    try:
+    with serving(tmp_path_factory.mktemp("hook-cli"), key=OPERATOR) as srv:
         yield srv
-    finally:
-        srv.stop()
 
 
 def _agent(server: EngramServer, key: str) -> httpx.Client:

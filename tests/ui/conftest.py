@@ -13,7 +13,7 @@ import pytest
 from playwright.async_api import Browser, async_playwright
 
 from tests.conftest import DB_URL
-from tests.server import EngramServer
+from tests.server import EngramServer, serving
 from tests.ui import seed
 
 CHROMIUM = os.environ.get("ENGRAM_TEST_CHROMIUM", "/usr/bin/chromium")
@@ -36,24 +36,20 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seeded]:
         pytest.skip(
             "the seeded server runs on a SQLite file, once: ENGRAM_TEST_DATABASE_URL is set"
         )
-    server = EngramServer(
+    with serving(
         tmp_path_factory.mktemp("dashboard"),
-        ENGRAM_BOOTSTRAP_KEY=OPERATOR,
-        ENGRAM_LOG_REQUESTS="false",
+        key=OPERATOR,
         # The seed's own learning pass (reflect, wait) learns everything at once.
         ENGRAM_LEARNING__WORKER="false",
         # Recalls explore often, and always the same way, so the share shown is not zero.
         ENGRAM_RECALL__EPSILON="0.5",
         ENGRAM_RECALL__SEED="3",
-    ).start()
-    try:
+    ) as server:
         with httpx.Client(base_url=server.url, timeout=60) as client:
             keys = seed.keys(client, OPERATOR)
             seed.history(client, keys.agent)
             seed.other_namespace(client, keys.other, MARKER)
         yield Seeded(server, keys)
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="package")
