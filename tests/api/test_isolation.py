@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import re
+import uuid
 from typing import Any
 
 import httpx
@@ -18,6 +19,7 @@ from fastapi import FastAPI
 
 from app.core.config import RateLimit, Settings
 from app.services.auth import Role, create_key
+from tests import hook_payloads as payloads
 from tests.conftest import auth
 
 MARK_B = "zebracorn"
@@ -108,7 +110,24 @@ async def _populate(client: httpx.AsyncClient, key: str, word: str) -> dict[str,
     r = await client.post("/v1/keys", json={"role": "reader", "name": word}, headers=h)
     assert r.status_code == 201, r.text
     made["key"].append(r.json()["id"])
+    # A Claude Code session, left open: its episode is one of the namespace's.
+    session = _session(word)
+    for event in (
+        payloads.user_prompt_submit(f"which port does the {word} service use", session),
+        payloads.post_tool_use("Bash", {"command": f"{word} --port"}, {"stdout": "9000"}, session),
+    ):
+        r = await client.post("/v1/hooks/claude-code", json=event, headers=h)
+        assert r.status_code == 200, r.text
+    r = await client.get(f"/v1/episodes?task_id=claude-code:{session}", headers=h)
+    (episode,) = r.json()["items"]
+    assert episode["status"] == "open", episode
+    made["episode"].append(episode["id"])
     return made
+
+
+def _session(word: str) -> str:
+    """The namespace's Claude Code session id (a UUID, as Claude Code's; not the word)."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, word))
 
 
 async def _ids_of(client: httpx.AsyncClient, key: str) -> set[str]:
@@ -308,6 +327,24 @@ async def test_no_cross_namespace_reads(app: FastAPI, client: httpx.AsyncClient)
             lambda: ("POST", f"/v1/keys/{rng.choice(made_b['key'])}/revoke", None),
         ),
         ("GET /v1/audit", lambda: ("GET", "/v1/audit?namespace=ns-b&limit=200", None)),
+        (
+            # A's hook events naming B's session: recall A's memories, grow A's own episode
+            # (in A's words: A never writes the marker), and never complete B's.
+            "POST /v1/hooks/claude-code",
+            lambda: (
+                "POST",
+                "/v1/hooks/claude-code",
+                rng.choice(
+                    [
+                        payloads.user_prompt_submit("the aardvark service port", _session(MARK_B)),
+                        payloads.post_tool_use(
+                            "Bash", {"command": "aardvark"}, {"stdout": "ok"}, _session(MARK_B)
+                        ),
+                        payloads.stop(_session(MARK_B)),
+                    ]
+                ),
+            ),
+        ),
         ("GET /health", lambda: ("GET", "/health", None)),
         ("HEAD /health", lambda: ("HEAD", "/health", None)),
         ("GET /ready", lambda: ("GET", "/ready", None)),
