@@ -64,6 +64,8 @@ def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 async def browser() -> AsyncIterator[Browser]:
     if not os.access(CHROMIUM, os.X_OK):
+        if "ENGRAM_TEST_CHROMIUM" in os.environ:  # asked for (CI): its absence is a failure
+            pytest.fail(f"ENGRAM_TEST_CHROMIUM={CHROMIUM} is not an executable")
         pytest.skip(f"no chromium at {CHROMIUM}: install it or set ENGRAM_TEST_CHROMIUM")
     async with async_playwright() as p:
         launched = await p.chromium.launch(executable_path=CHROMIUM)
