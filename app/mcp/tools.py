@@ -13,7 +13,8 @@ from app.api.deps import write_session
 from app.api.routes import learning
 from app.mcp.adapter import Ctx, caller, dumped, schema_tool
 from app.schemas.common import stored_ident
-from app.schemas.episode import EpisodeComplete, EpisodeCreate, EpisodeSummary, StepsAppend
+from app.schemas.episode import EpisodeComplete, EpisodeCreate, StepsAppend
+from app.schemas.episode_read import EpisodeSummary
 from app.schemas.learning import ReflectRequest
 from app.schemas.recall import RecallRequest, RewardCreate
 from app.services.auth import Role

@@ -11,16 +11,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.core.config import Limits
 from app.core.errors import NotFound, PayloadTooLarge
 from app.repositories.episodes import EpisodeRepository
-from app.schemas.episode import (
-    EpisodeComplete,
-    EpisodeContext,
-    EpisodeCreate,
-    EpisodePage,
-    EpisodeRead,
-    EpisodeSummary,
-    StepCreate,
-    StepRead,
-)
+from app.schemas.episode import EpisodeComplete, EpisodeContext, EpisodeCreate, StepCreate
+from app.schemas.episode_read import EpisodePage, EpisodeRead, EpisodeSummary, StepRead
 from app.schemas.filters import EpisodeFilters
 from app.services import pagination
 from app.services.episode_records import build_episode, prepare_steps

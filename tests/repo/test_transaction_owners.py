@@ -24,6 +24,8 @@ OWNERS = {
     "cli": "a command's transaction",
     "services/auth.py": "key lookups shared by the requests waiting for one key; start-up",
     "services/recall_requests.py": "a recall's reads end before its log goes to the writer",
+    "services/hooks/": "a hook event finds its session's episode before its step or completion "
+    "goes to the writer",
     "services/dataset/": "a download is read while it streams, after its handler returned",
     "services/backup.py": "the backup's snapshot, on a connection of its own",
     "services/restore.py": "the restore's one transaction, on a connection of its own",

@@ -23,14 +23,12 @@ from app.schemas.common import stored_ident
 from app.schemas.episode import (
     EpisodeComplete,
     EpisodeCreate,
-    EpisodePage,
-    EpisodeRead,
     EpisodeStatus,
-    EpisodeSummary,
     Outcome,
     StepCreate,
     StepsAppend,
 )
+from app.schemas.episode_read import EpisodePage, EpisodeRead, EpisodeSummary
 from app.schemas.filters import EpisodeFilters
 from app.services.auth import Principal, Role
 
