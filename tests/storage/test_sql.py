@@ -3,6 +3,7 @@ their index row, so a failed write leaves neither, and read back through the sam
 
 from __future__ import annotations
 
+import asyncio
 import zlib
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -173,7 +174,9 @@ async def test_two_services_share_one_database(settings: Settings, tmp_path: Pat
         ENGRAM_LOG_REQUESTS="false",
     )
     async with running(create_app(settings)) as one:
-        other.start()
+        # In a thread: the first service runs in this event loop, and a transaction it has
+        # open when the loop stalls would hold the database's write lock meanwhile.
+        await asyncio.to_thread(other.start)
         try:
             async with httpx.AsyncClient(base_url=other.url, timeout=10) as two:
                 body = {"task_id": "a", "steps": [{"action": "x"}] * 2}
@@ -186,7 +189,7 @@ async def test_two_services_share_one_database(settings: Settings, tmp_path: Pat
                 assert (await one.delete(f"/v1/episodes/{b}")).status_code == 204
                 assert (await two.get(f"/v1/episodes/{b}")).status_code == 404
         finally:
-            other.stop()
+            await asyncio.to_thread(other.stop)
 
 
 def test_keys_map_to_rows_and_back() -> None:
