@@ -82,11 +82,13 @@ def _operator_error(exc: Exception) -> str | None:
 
 def main() -> None:
     try:
-        if sys.argv[1:2] == ["hook"]:  # runs on each tool call of an agent: no store imports
-            cli(sys.argv[1:])
-            return
-        # Registered here: they import the stores, whose version checks may refuse.
-        _backup_commands()
+        command = sys.argv[1] if len(sys.argv) > 1 else "--help"
+        if command in ("backup", "restore") or command.startswith("-"):
+            # Registered here, and only when they may be asked for or listed: they import
+            # the stores (whose version checks may refuse), which costs every other command
+            # (a hook runs on each tool call of an agent; a client command talks to a server)
+            # a second of start-up.
+            _backup_commands()
         cli(sys.argv[1:])
     except Exception as exc:
         message = _operator_error(exc)
