@@ -9,6 +9,7 @@ import io
 import json
 import os
 import shutil
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -79,14 +80,15 @@ def page_of(response: httpx.Response) -> DatasetPage:
 
 
 class ProgressBar:
-    """Rows, pages and bytes downloaded so far, on stderr (rich); silent when disabled."""
+    """Rows, pages and bytes downloaded so far, on stderr (rich); silent when disabled or
+    when stderr is not a terminal (a log would keep only the bar's last line)."""
 
     def __init__(self, *, enabled: bool, description: str, rows: int = 0) -> None:
         self._bar: Any = None
         self._task: Any = None
         self.rows = rows
         self.pages = 0
-        if not enabled:
+        if not enabled or not sys.stderr.isatty():
             return
         from rich.console import Console
         from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn

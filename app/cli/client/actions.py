@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -152,8 +151,8 @@ def export_dataset(
         "cursor": cursor,
         "limit": page_size,
     }
-    # On a terminal only: a bar written into a log or a pipe is noise.
-    show = progress and not as_json and sys.stderr.isatty()
+    # The bar shows on a terminal only (the client's rule).
+    show = progress and not as_json
     with connect(url, key) as engram:
         if format_ is ExportFormat.MINARI:
             rows = _minari(
