@@ -9,12 +9,13 @@ scanned. What is kept is cut after redaction, so a cut cannot expose a secret's 
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Callable
 from typing import Any
 
 import orjson
+
+from app.schemas.common import storable
 
 REDACTED = "[REDACTED]"
 
@@ -149,20 +150,11 @@ def _cut(text: str, limit: int, *, total: int) -> str:
 
 
 def _storable(value: Any) -> bool:
-    # What the stores' JSON takes: 64-bit integers and finite numbers (a body may carry
-    # NaN, Infinity or a larger integer, which the standard JSON parser accepts).
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, int) and not isinstance(item, bool):
-            if not -(2**63) <= item < 2**63:
-                return False
-        elif isinstance(item, float) and not math.isfinite(item):
-            return False
+    """What the stores' JSON takes (the schemas' own rule: 64-bit integers, finite numbers)."""
+    try:
+        storable(value)
+    except ValueError:
+        return False
     return True
 
 
