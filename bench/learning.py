@@ -1,6 +1,6 @@
 """Learning-loop benchmarks, each against the real server (uvicorn, SQLite + LevelDB).
 
-curve   the simulated agent with memory against the one without (tests/learning/simworld.py),
+curve   the simulated agent with memory against the one without (bench/simworld.py),
         success rate per block of episodes, printed and drawn to bench/out/learning.png
 scale   reflection, mining and skill evolution over 100,000 stored episodes: the time
         `engram worker --once` takes to learn them all, and the cost of one new episode
@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.ingest import line
 from bench.loadgen import run
-from tests.learning.simworld import RandomAgent, World, chance_rate, precision_recall
+from bench.simworld import RandomAgent, World, chance_rate, precision_recall
 from tests.server import EngramServer
 from tests.system.raw_http import build_request
 from tests.system.simulate import learned_steps, simulate

@@ -6,14 +6,8 @@ import random
 
 import pytest
 
-from tests.learning.simworld import (
-    Attempt,
-    RandomAgent,
-    SkillAgent,
-    World,
-    chance_rate,
-    precision_recall,
-)
+from bench.simagents import SkillAgent
+from bench.simworld import Attempt, RandomAgent, World, chance_rate, precision_recall
 
 
 def success_rate(attempts: list[Attempt]) -> float:

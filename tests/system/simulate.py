@@ -1,4 +1,4 @@
-"""Drive the simulated world (tests/learning/simworld.py) through Engram's HTTP API.
+"""Drive the simulated world (bench/simworld.py) through Engram's HTTP API.
 
 Each episode, the agent with memory asks `POST /v1/recall` for skills of its task
 type, follows the one it gets (its steps and `on_error` recoveries come in the
@@ -17,7 +17,8 @@ from typing import Any
 
 import httpx
 
-from tests.learning.simworld import RandomAgent, SkillAgent, World
+from bench.simagents import SkillAgent
+from bench.simworld import RandomAgent, World
 
 
 @dataclass

@@ -5,31 +5,33 @@ catalogue of realistic actions listed in the usual workflow order (fetch source,
 build, migrate, test, package, deploy, verify). Every catalogue action has one recovery
 action (``pip.install`` -> ``pip.upgrade``); procedures follow the workflow order, and a
 task type's vocabulary is its procedure steps, their recoveries and other actions as
-distractors.
+distractors, in workflow order.
+
+A task type may depend on fields of the attempt's context (an Engram episode's
+``context``: language, domain, tags, features): then it hides one procedure per value of
+those fields (bench/simcontext.py builds such a world). A type that depends on no field
+is the case of a single procedure, the one ``World(seed)`` draws.
 
 An attempt succeeds when the procedure's steps are all done in order, other actions in
 between allowed. A procedure step fails with probability ``fail_rate``; a failed step
-still counts as done when its recovery is the very next action.
+still counts as done when its recovery is the very next action, or once it is run again
+and succeeds.
 
 Chance is the success rate of ``RandomAgent``, the agent without memory: it knows the
-usual workflow order (it sorts what it does by the catalogue order) but not which
-actions a task needs, so it picks 4-7 distinct actions of the vocabulary at random and
-runs them in that order. In the default world (4 steps, 12 actions, fail_rate 0.15)
-that succeeds about 1.8% of the time (2.7% with vocabulary=11, 4.6% with 10): rare, but
-successes exist to learn from. Following the true procedure succeeds 52% of the time
+usual workflow order but not which actions a task needs, so it picks 4-7 distinct
+actions of the vocabulary at random and runs them in that order. In the default world (4
+steps, 12 actions, fail_rate 0.15) that succeeds about 1.8% of the time (2.7% with
+vocabulary=11, 4.6% with 10). Following the true procedure succeeds 52% of the time
 without knowing the recoveries and always when the recoveries are known.
-
-Execution is interactive (``World.begin`` then ``Trial.step`` per action) so an agent can
-react to a step's status; ``World.execute`` runs a fixed list of actions.
 """
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Literal, TypedDict
+from typing import Literal
 
-Status = Literal["ok", "error"]
+from bench.simshapes import Context, Key, Status, Step, field_value
 
 # (action, recovery) in workflow order; a recovery sorts right after its action.
 CATALOGUE: list[tuple[str, str]] = [
@@ -56,24 +58,35 @@ RANK = {name: i for i, name in enumerate(name for pair in CATALOGUE for name in 
 TASK_NAMES = ["fix-ci", "deploy-api", "migrate-db", "release-lib", "patch-deps", "run-etl"]
 
 
-class Step(TypedDict):
-    """One executed action, in the shape of an Engram episode step."""
-
-    tool: str
-    action: str
-    status: Status
-    latency_ms: float
-    tokens: int
-
-
 @dataclass(frozen=True, slots=True)
 class TaskType:
-    """A kind of task: its hidden procedure, the recovery of each step, its actions."""
+    """A kind of task: its hidden procedure per context, each step's recovery, its actions."""
 
     name: str
-    procedure: list[str]
+    procedures: dict[Key, list[str]]  # by the values of `fields`; the key () when none
     recoveries: dict[str, str]
     vocabulary: list[str] = field(default_factory=list)
+    fields: tuple[str, ...] = ()  # the context fields its procedure depends on
+
+    @property
+    def procedure(self) -> list[str]:
+        """The procedure of a type that depends on no context field."""
+        if self.fields:
+            raise ValueError(f"{self.name} depends on {self.fields}: use procedure_for")
+        return self.procedures[()]
+
+    def key(self, context: Context | None) -> Key:
+        """The values of the fields this type depends on."""
+        return tuple(field_value(context, name) for name in self.fields)
+
+    def procedure_for(self, context: Context | None) -> list[str]:
+        """The procedure that works in this context."""
+        key = self.key(context)
+        if key not in self.procedures:
+            raise ValueError(
+                f"{self.name} has no procedure for {dict(zip(self.fields, key, strict=True))}"
+            )
+        return self.procedures[key]
 
 
 @dataclass(slots=True)
@@ -86,6 +99,7 @@ class Attempt:
     outcome: Literal["success", "failure"]
     progress: float
     followed_skill: bool = False  # the agent followed recalled steps (did not explore)
+    context: Context | None = None
 
 
 def in_workflow_order(actions: list[str]) -> list[str]:
@@ -104,8 +118,17 @@ def precision_recall(learned_steps: list[str], procedure: list[str]) -> tuple[fl
 class Trial:
     """One attempt in progress: feed actions one at a time and see each status."""
 
-    def __init__(self, task: TaskType, *, rng: random.Random, fail_rate: float) -> None:
+    def __init__(
+        self,
+        task: TaskType,
+        *,
+        rng: random.Random,
+        fail_rate: float,
+        context: Context | None = None,
+    ) -> None:
         self.task = task
+        self.procedure = task.procedure_for(context)
+        self.context = context
         self.rng = rng
         self.fail_rate = fail_rate
         self.actions: list[str] = []
@@ -113,17 +136,18 @@ class Trial:
         self.done = 0  # procedure steps done in order so far
         self._failed: str | None = None  # the expected step that just failed
 
-    def step(self, action: str) -> Status:
-        """Run one action and return its status."""
+    def step(self, action: str, *, error: bool = False) -> Status:
+        """Run one action and return its status (`error`: it fails whatever the odds)."""
         tool, dot, name = action.partition(".")
         if not (tool and dot and name):
             raise ValueError(f"action keys look like 'tool.action', got {action!r}")
-        procedure = self.task.procedure
-        status: Status = "ok"
+        procedure = self.procedure
+        status: Status = "error" if error else "ok"
         if self._failed is not None and self.task.recoveries.get(self._failed) == action:
-            self.done += 1
+            if not error:
+                self.done += 1
         elif action in procedure:
-            if self.rng.random() < self.fail_rate:
+            if error or self.rng.random() < self.fail_rate:
                 status = "error"
             expected = self.done < len(procedure) and procedure[self.done] == action
             if expected and status == "ok":
@@ -144,13 +168,14 @@ class Trial:
 
     def finish(self) -> Attempt:
         """Close the attempt: success iff every procedure step was done in order."""
-        total = len(self.task.procedure)
+        total = len(self.procedure)
         return Attempt(
             task_type=self.task.name,
             actions=list(self.actions),
             steps=list(self.steps),
             outcome="success" if self.done == total else "failure",
             progress=self.done / total if total else 1.0,
+            context=self.context,
         )
 
 
@@ -210,13 +235,23 @@ class World:
         self.task_types[self.task_types.index(old)] = new
         return new
 
-    def begin(self, task_type_name: str, rng: random.Random) -> Trial:
-        """Start an interactive attempt at a task."""
-        return Trial(self.task_type(task_type_name), rng=rng, fail_rate=self.fail_rate)
+    def begin(
+        self, task_type_name: str, rng: random.Random, *, context: Context | None = None
+    ) -> Trial:
+        """Start an interactive attempt at a task (in a context, if its type needs one)."""
+        task = self.task_type(task_type_name)
+        return Trial(task, rng=rng, fail_rate=self.fail_rate, context=context)
 
-    def execute(self, task_type_name: str, actions: list[str], rng: random.Random) -> Attempt:
+    def execute(
+        self,
+        task_type_name: str,
+        actions: list[str],
+        rng: random.Random,
+        *,
+        context: Context | None = None,
+    ) -> Attempt:
         """Run a fixed sequence of actions."""
-        trial = self.begin(task_type_name, rng)
+        trial = self.begin(task_type_name, rng, context=context)
         for action in actions:
             trial.step(action)
         return trial.finish()
@@ -225,7 +260,15 @@ class World:
 def _task_type(name: str, procedure: list[str], distractors: list[str]) -> TaskType:
     recoveries = {step: RECOVERY[step] for step in procedure}
     vocabulary = in_workflow_order([*procedure, *recoveries.values(), *distractors])
-    return TaskType(name=name, procedure=procedure, recoveries=recoveries, vocabulary=vocabulary)
+    return TaskType(
+        name=name, procedures={(): procedure}, recoveries=recoveries, vocabulary=vocabulary
+    )
+
+
+def in_task_order(task: TaskType, actions: list[str]) -> list[str]:
+    """Sort a task's actions as its vocabulary lists them (its workflow order)."""
+    order = {a: i for i, a in enumerate(task.vocabulary)}
+    return sorted(actions, key=lambda a: order.get(a, len(order)))
 
 
 class RandomAgent:
@@ -237,59 +280,14 @@ class RandomAgent:
 
     def act(self, task_type_name: str) -> list[str]:
         """Pick the actions of one attempt."""
-        vocabulary = self.world.task_type(task_type_name).vocabulary
-        k = min(self.rng.randint(4, 7), len(vocabulary))
-        return in_workflow_order(self.rng.sample(vocabulary, k))
+        task = self.world.task_type(task_type_name)
+        k = min(self.rng.randint(4, 7), len(task.vocabulary))
+        return in_task_order(task, self.rng.sample(task.vocabulary, k))
 
-    def attempt(self, task_type_name: str) -> Attempt:
+    def attempt(self, task_type_name: str, *, context: Context | None = None) -> Attempt:
         """Make one attempt at a task."""
-        return self.world.execute(task_type_name, self.act(task_type_name), self.rng)
-
-
-class SkillAgent(RandomAgent):
-    """Follows recalled skill steps, recovering failed steps it knows a recovery for."""
-
-    def __init__(
-        self,
-        world: World,
-        seed: int,
-        *,
-        explore: float = 0.1,
-        noise: float = 0.1,
-        skip: float = 0.0,
-    ):
-        super().__init__(world, seed)
-        self.explore = explore
-        self.noise = noise
-        self.skip = skip  # agents sometimes leave a step out
-
-    def attempt(
-        self,
-        task_type_name: str,
-        *,
-        skill_steps: list[str] | None = None,
-        recoveries: dict[str, str] | None = None,
-    ) -> Attempt:
-        """Follow `skill_steps` (random with probability `explore`, or without a skill)."""
-        if not skill_steps or self.rng.random() < self.explore:
-            return super().attempt(task_type_name)
-        known = recoveries or {}
-        vocabulary = self.world.task_type(task_type_name).vocabulary
-        extras = [a for a in vocabulary if a not in skill_steps]
-        trial = self.world.begin(task_type_name, self.rng)
-        for i, action in enumerate(skill_steps):
-            if i and extras and self.rng.random() < self.noise:
-                trial.step(self.rng.choice(extras))
-            if self.rng.random() < self.skip:
-                continue
-            if trial.step(action) == "error":
-                # Try the known recovery; without one, something else (it may work).
-                fix = known.get(action) or (self.rng.choice(extras) if extras else None)
-                if fix is not None:
-                    trial.step(fix)
-        attempt = trial.finish()
-        attempt.followed_skill = True
-        return attempt
+        actions = self.act(task_type_name)
+        return self.world.execute(task_type_name, actions, self.rng, context=context)
 
 
 def chance_rate(world: World, task_type_name: str, trials: int = 2000, seed: int = 0) -> float:
