@@ -6,7 +6,7 @@ episode costs the same however many came before it:
   sequence     an ordered pair of actions, a before b with any gap between them, among
                the episode's first MAX_SEQUENCE_ACTIONS distinct actions
   recovery     a failed step followed by the first later ok step that recovered it
-  context      a context feature (domain=, language=, tag=) of the episode
+  context      a field of the episode's context (domain=, language=, tag=, features.<name>=)
   skill_chain  two skills the agent applied one after the other
   task         the task type's own counters (the base rate the others compare with)
 Failure patterns are actions whose success rate sits significantly below the task
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,14 +67,50 @@ def signature(items: tuple[str, ...], separator: str) -> str:
     return separator.join(i.replace("\\", "\\\\").replace(mark, "\\" + mark) for i in items)
 
 
-def context_features(*, domain: str | None, language: str | None, tags: list[str]) -> list[str]:
-    features = []
+def scalar_text(value: Any) -> str | None:
+    """A feature's value as a context field's text (None: the feature says nothing)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def context_fields(
+    *,
+    domain: str | None = None,
+    language: str | None = None,
+    tags: Iterable[str] = (),
+    features: Mapping[str, Any] | None = None,
+) -> dict[str, str]:
+    """The context's fields, keyed as skill triggers and scopes key them."""
+    out: dict[str, str] = {}
     if domain:
-        features.append(f"domain={domain}")
+        out["domain"] = domain
     if language:
-        features.append(f"language={language}")
-    features.extend(f"tag={tag}" for tag in sorted(set(tags)))
-    return features
+        out["language"] = language
+    for tag in sorted(set(tags)):
+        out[f"tag.{tag}"] = "true"
+    for name, value in sorted((features or {}).items()):
+        text = scalar_text(value)
+        if text is not None:
+            out[f"features.{name}"] = text
+    return out
+
+
+def context_features(
+    *,
+    domain: str | None = None,
+    language: str | None = None,
+    tags: Iterable[str] = (),
+    features: Mapping[str, Any] | None = None,
+) -> list[str]:
+    """The episode's context patterns: `domain=web`, `language=go`, `tag=x`,
+    `features.db=postgres`."""
+    fields = context_fields(domain=domain, language=language, tags=tags, features=features)
+    return [f"tag={k[4:]}" if k.startswith("tag.") else f"{k}={v}" for k, v in fields.items()]
 
 
 def recoveries(steps: list[dict[str, Any]]) -> list[tuple[str, str]]:

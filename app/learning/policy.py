@@ -12,8 +12,9 @@ Hard rules (never randomised):
   constraint mode; episodes and reflections with criticality < 0.7 are background; the
   rest are context.
 Greedy fill: candidates in priority order (constraint mode first, then criticality,
-expected utility, retrieval score, confidence) are taken while they fit the token budget
-and k.
+specificity, expected utility, retrieval score, confidence) are taken while they fit the
+token budget and k. Specificity is how many of the request's scope ids the memory is
+scoped to: a skill learned for the task's language comes before the general one.
 
 Exploration ("epsilon swap"): with probability epsilon, one soft pick (not constraint
 mode) that has at least one feasible replacement is chosen uniformly, and replaced by
@@ -31,7 +32,7 @@ import random
 from dataclasses import dataclass, field
 
 POLICY_ID = "baseline_v0"
-POLICY_VERSION = 1
+POLICY_VERSION = 2  # 2: specificity ranks after criticality
 CRITICAL = 0.7
 SUPPRESSED_STATUSES = {
     "deleted": "deleted",
@@ -54,6 +55,7 @@ class Candidate:
     retrieval_score: float
     expected_utility: float
     token_cost: int
+    specificity: int = 0  # scope ids (but level) the memory holds, all matching the request
 
 
 @dataclass
@@ -82,6 +84,7 @@ def _priority(c: Candidate, mode: str) -> tuple[float, ...]:
     return (
         0.0 if mode == "constraint" else 1.0,
         -c.criticality,
+        -c.specificity,
         -c.expected_utility,
         -c.retrieval_score,
         -c.confidence,

@@ -29,7 +29,7 @@ class EpisodeView:
     statuses: tuple[str, ...]
     success: bool
     reward: float
-    context: tuple[str, ...] = ()
+    context: tuple[tuple[str, str], ...] = ()  # (key, text) fields (app/learning/contexts.py)
     skills: tuple[str, ...] = ()
 
 
@@ -179,9 +179,9 @@ def jaccard(a: Sequence[str], b: Sequence[str]) -> float:
 class Split:
     """A context in which a procedure works and another in which it fails."""
 
-    feature: str  # e.g. "domain=web"
+    feature: tuple[str, str]  # e.g. ("domain", "web")
     good: Procedure
-    bad_feature: str
+    bad_feature: tuple[str, str]
     bad: Procedure
 
 
@@ -193,9 +193,9 @@ def context_split(
     good_lcb: float,
     bad_below: float,
 ) -> Split | None:
-    """A feature value where the procedure works (lcb >= good_lcb) while another value
-    of the same feature makes it fail (upper bound < bad_below)."""
-    by_feature: dict[str, list[EpisodeView]] = {}
+    """A field value where the procedure works (lcb >= good_lcb) while another value
+    of the same field makes it fail (upper bound < bad_below)."""
+    by_feature: dict[tuple[str, str], list[EpisodeView]] = {}
     for e in window:
         for feature in e.context:
             by_feature.setdefault(feature, []).append(e)
@@ -203,9 +203,8 @@ def context_split(
     for feature, good in measured.items():
         if good.support < min_support or good.lcb < good_lcb:
             continue
-        name = feature.split("=", 1)[0]
         for other, bad in measured.items():
-            if other == feature or other.split("=", 1)[0] != name or bad.support < min_support:
+            if other == feature or other[0] != feature[0] or bad.support < min_support:
                 continue
             if wilson_ucb(bad.successes, bad.support) < bad_below:
                 return Split(feature, good, other, bad)

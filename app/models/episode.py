@@ -5,7 +5,17 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Float, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Float,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    text,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, UTCDateTime
@@ -28,6 +38,8 @@ class Episode(Base):
     domain: Mapped[str | None] = mapped_column(String(256))
     language: Mapped[str | None] = mapped_column(String(256))
     tags: Mapped[list[str]] = mapped_column(JSON)
+    # The context's features (also in the payload), for learning to mine without it.
+    features: Mapped[dict[str, Any]] = mapped_column(JSON, server_default=text("'{}'"))
     skills_applied: Mapped[list[str]] = mapped_column(JSON)
     # Skeleton of each step (tool, action, status, latency_ms, tokens; no input or
     # output), what filtering and mining read without touching the blob store.

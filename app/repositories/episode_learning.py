@@ -26,6 +26,7 @@ EPISODE_COLUMNS = (
     Episode.domain,
     Episode.language,
     Episode.tags,
+    Episode.features,
     Episode.skills_applied,
     Episode.step_count,
     Episode.total_latency_ms,

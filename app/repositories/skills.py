@@ -81,14 +81,19 @@ class SkillRepository:
         return list(await self.session.scalars(stmt))
 
     async def last_retirement(self, namespace: str, task_type: str) -> datetime | None:
+        """When a skill of the type last stopped working (a `retired` event; a skill
+        superseded by skills per context did not)."""
         stmt = (
-            select(Skill.retired_at)
-            .where(
-                Skill.namespace == namespace,
-                Skill.task_type == task_type,
-                Skill.retired_at.is_not(None),
+            select(SkillEvent.created_at)
+            .join(
+                Skill, (Skill.namespace == SkillEvent.namespace) & (Skill.id == SkillEvent.skill_id)
             )
-            .order_by(Skill.retired_at.desc())
+            .where(
+                SkillEvent.namespace == namespace,
+                SkillEvent.kind == "retired",
+                Skill.task_type == task_type,
+            )
+            .order_by(SkillEvent.created_at.desc())
             .limit(1)
         )
         return (await self.session.scalars(stmt)).first()

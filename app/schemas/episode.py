@@ -15,6 +15,7 @@ from pydantic import (
     model_validator,
 )
 
+from app.learning.mining import context_fields
 from app.schemas import examples
 from app.schemas.common import (
     JSON_LIMIT,
@@ -107,8 +108,8 @@ class StepCreate(Strict):
     )
 
 
-class EpisodeContext(Strict):
-    """Where the episode happened: used to match skills and filter learning."""
+class TaskContext(Strict):
+    """Where a task happens: skills are learned, and handed out, per context."""
 
     domain: Name | None = Field(default=None, description="Area of work (`web`); " + NAME_LIMIT)
     language: Name | None = Field(
@@ -119,13 +120,25 @@ class EpisodeContext(Strict):
         max_length=64,
         description="Free labels (at most 64), each " + NAME_LIMIT,
     )
-    text: str | None = Field(default=None, description="Free text about the context; " + TEXT_LIMIT)
     features: Annotated[dict[str, Scalar], AfterValidator(storable)] = Field(
         default_factory=dict,
         max_length=64,
         description="Named scalar values (string, number, boolean or null; at most 64 of "
         "them), " + JSON_LIMIT,
     )
+
+    def fields(self) -> dict[str, str]:
+        """The context as skill triggers key it: `domain`, `language`, `tag.<tag>`,
+        `features.<name>`."""
+        return context_fields(
+            domain=self.domain, language=self.language, tags=self.tags, features=self.features
+        )
+
+
+class EpisodeContext(TaskContext):
+    """Where the episode happened: used to match skills and filter learning."""
+
+    text: str | None = Field(default=None, description="Free text about the context; " + TEXT_LIMIT)
 
 
 class EpisodeCreate(Strict):

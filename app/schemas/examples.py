@@ -110,7 +110,7 @@ MEMORY_SEARCH_RESULT: JsonDict = {
 
 RECALL_RESPONSE: JsonDict = {
     "recall_id": "rc_01HZX3",
-    "policy": {"id": "baseline_v0", "version": 1},
+    "policy": {"id": "baseline_v0", "version": 2},
     "token_budget": 800,
     "tokens_used": 12,
     "selected": [
@@ -164,7 +164,7 @@ TRANSITION_PAGE: JsonDict = {
             "agent_id": "coder-1",
             "task_type": "code_fix",
             "policy_id": "baseline_v0",
-            "policy_version": 1,
+            "policy_version": 2,
             "state": {"token_budget": 800},
             "action": {"selected": ["mem-deploy-rule"]},
             "propensity": 0.98,

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_vali
 
 from app.schemas import examples
 from app.schemas.common import MAX_LATENCY_MS, MAX_TOKENS, Ident, Name
+from app.schemas.episode import TaskContext
 from app.schemas.memory import MemoryType, Scope, Sensitivity
 
 Mode = Literal["constraint", "context", "background", "reverify_before_use"]
@@ -73,6 +74,26 @@ class RecallRequest(Strict):
         default=Sensitivity.HIGH,
         description="The most sensitive memories to consider (default high), capped at the key's",
     )
+    context: TaskContext | None = Field(
+        default=None,
+        description="Where the task happens, as an episode's context gives it (no text): a "
+        "skill learned for this context (`language`, `domain`, a tag, a feature or two of "
+        "them) comes before the general one, and skills of other contexts are left out",
+    )
+
+    @model_validator(mode="after")
+    def _context_agrees_with_scope(self) -> RecallRequest:
+        if self.context is not None:
+            for key, value in self.context.fields().items():
+                if key in self.scope and self.scope[key] != value:
+                    raise ValueError(
+                        f"scope.{key} is {self.scope[key]!r} but the context says {value!r}"
+                    )
+        return self
+
+    def applies_to(self) -> dict[str, str]:
+        """The scope memories must apply to: the request's, and its context's fields."""
+        return {**self.scope, **(self.context.fields() if self.context else {})}
 
 
 class RecalledMemory(BaseModel):

@@ -160,6 +160,7 @@ def build_episode(
         "domain": context.domain,
         "language": context.language,
         "tags": list(context.tags),
+        "features": dict(context.features),
         "steps": skeletons,
         "skills_applied": list(data.skills_applied),
         "step_count": len(skeletons),

@@ -1,25 +1,24 @@
 """Skill evolution: create, activate, refine, specialise, merge, compose and retire
-skills from a bounded window of each task type's latest episodes; keep the procedure
-and failure patterns current (derived_patterns.py). Every change is a skill event
+skills from a bounded window of each task type's latest episodes, one per context where
+the context decides the procedure (context_skills.py); keep the procedure and failure
+patterns current (derived_patterns.py). Every change is a skill event
 with its reason and evidence.
 Runs in the job's session; never commits."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.config import Learning
-from app.learning.mining import context_features
+from app.learning.contexts import plan
+from app.learning.mining import context_fields
 from app.learning.reflection import action_key
 from app.learning.skills import (
     EpisodeView,
     Procedure,
-    context_split,
-    derive,
     jaccard,
     measure,
     retire_reason,
@@ -28,14 +27,14 @@ from app.learning.skills import (
 from app.models import Pattern, Skill
 from app.repositories.episode_learning import EpisodeLearningRepository
 from app.repositories.patterns import PatternRepository
+from app.services.context_skills import ContextSkills, context_of, window_of
 from app.services.derived_patterns import save_procedure_pattern, update_failure_patterns
-from app.services.skill_records import SkillRecords, actions, known_recoveries
+from app.services.skill_records import actions
 
-REFINE_MARGIN = 0.05
 RECOVERY_SUPPORT = 2
 
 
-class EvolutionService(SkillRecords):
+class EvolutionService(ContextSkills):
     """The decisions of one evolution pass (SkillRecords writes them down)."""
 
     def __init__(self, session: AsyncSession, *, settings: Learning) -> None:
@@ -75,7 +74,9 @@ class EvolutionService(SkillRecords):
             record = learned.get(row.id)
             success = record.success if record else row.outcome == "success"
             reward = record.reward if record else float(success)
-            context = context_features(domain=row.domain, language=row.language, tags=row.tags)
+            context = context_fields(
+                domain=row.domain, language=row.language, tags=row.tags, features=row.features
+            )
             views.append(
                 EpisodeView(
                     id=row.id,
@@ -83,7 +84,7 @@ class EvolutionService(SkillRecords):
                     statuses=tuple(s.get("status", "ok") for s in row.steps),
                     success=success,
                     reward=reward,
-                    context=tuple(context),
+                    context=tuple(context.items()),
                     skills=tuple(row.skills_applied),
                 )
             )
@@ -102,35 +103,30 @@ class EvolutionService(SkillRecords):
         live = [k for k in live if k.status != "retired"]
         window = await self._window(namespace, task_type)
         for skill in live:
-            self._measure(skill, measure(actions(skill), window), now)
+            self._measure(skill, measure(actions(skill), window_of(skill, window)), now)
             if skill.status == "candidate" and self._activatable(skill):
                 await self._activate(skill, now)
             await self._prune(skill, window, now)
         self._base_rate = sum(e.success for e in window) / len(window) if window else 0.0
-        proc = derive(
+        found = plan(
             window,
             min_support=s.skill_min_support,
             step_share=s.step_share,
             fixes=await self._fixes(namespace, task_type),
         )
+        proc = found.general
         if proc is not None:
             await save_procedure_pattern(
                 self.session, namespace, task_type=task_type, procedure=proc, now=now
             )
         if proc is not None and proc.support >= s.skill_min_support and self._beats_base(proc):
-            generic = [k for k in live if not k.trigger.get("context")]
+            generic = [k for k in live if not context_of(k)]
             similar = max(generic, key=lambda k: jaccard(actions(k), proc.steps), default=None)
             if similar is not None and jaccard(actions(similar), proc.steps) >= s.merge_similarity:
-                merged = {**known_recoveries(similar), **proc.on_error}
-                if tuple(actions(similar)) != proc.steps:
-                    if proc.lcb > similar.lcb + REFINE_MARGIN:
-                        await self._refine(similar, proc, now, why="steps")
-                elif known_recoveries(similar) != merged:
-                    await self._refine(
-                        similar, replace(proc, on_error=merged), now, why="recoveries"
-                    )
+                await self._settle(similar, proc, now)
             elif not generic:
                 live.append(await self._create(namespace, task_type, proc, now))
+        await self._per_context(namespace, task_type, live, window, found, now)
         await self._merge(live, now)
         await self._specialise(namespace, task_type, live, window, now)
         await self._compose(namespace, task_type, live, now)
@@ -181,7 +177,7 @@ class EvolutionService(SkillRecords):
             for b in alive[i + 1 :]:
                 if a.status == "retired" or b.status == "retired":
                     continue
-                if a.trigger.get("context") != b.trigger.get("context"):
+                if context_of(a) != context_of(b):
                     continue
                 if jaccard(actions(a), actions(b)) < self.settings.merge_similarity:
                     continue
@@ -203,54 +199,6 @@ class EvolutionService(SkillRecords):
                     absorbed=drop.id,
                 )
                 await self._retire(drop, f"merged into {keep.name}", list(drop.evidence), now)
-
-    async def _specialise(
-        self,
-        namespace: str,
-        task_type: str,
-        live: list[Skill],
-        window: list[EpisodeView],
-        now: datetime,
-    ) -> None:
-        s = self.settings
-        for skill in [k for k in live if k.status == "active" and not k.trigger.get("context")]:
-            split = context_split(
-                actions(skill),
-                window,
-                min_support=s.min_support,
-                good_lcb=s.activate_lcb,
-                bad_below=s.retire_below,
-            )
-            if split is None:
-                continue
-            key, value = split.feature.split("=", 1)
-            if any(k.trigger.get("context") == {key: value} for k in live if k.status != "retired"):
-                continue
-            reason = (
-                f"works when {split.feature} ({split.good.successes}/{split.good.support}) and "
-                f"fails when {split.bad_feature} ({split.bad.successes}/{split.bad.support})"
-            )
-            proc = Procedure(
-                steps=tuple(actions(skill)),
-                on_error={st["action"]: st["on_error"] for st in skill.steps if st.get("on_error")},
-                support=split.good.support,
-                successes=split.good.successes,
-                mean_reward=split.good.mean_reward,
-                lcb=split.good.lcb,
-                evidence=split.good.evidence,
-            )
-            child = await self._create(
-                namespace,
-                task_type,
-                proc,
-                now,
-                context={key: value},
-                parents=[skill.id],
-                kind="specialised",
-                reason=reason,
-            )
-            live.append(child)
-            self._event(skill, "specialised", reason, list(split.bad.evidence), now, child=child.id)
 
     async def _compose(
         self, namespace: str, task_type: str, live: list[Skill], now: datetime

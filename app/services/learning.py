@@ -170,7 +170,9 @@ class LearningService:
                 min_baseline=self.settings.min_baseline,
             )
             success, reward = judged(row, rewards.get(row.id, []), implicit)
-            context = context_features(domain=row.domain, language=row.language, tags=row.tags)
+            context = context_features(
+                domain=row.domain, language=row.language, tags=row.tags, features=row.features
+            )
             applied = [skills[n] for n in dict.fromkeys(row.skills_applied) if n in skills]
             found = episode_patterns(
                 steps=row.steps, context=context, skills_applied=[s.id for s in applied]

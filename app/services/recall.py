@@ -65,7 +65,7 @@ class RecallService:
         self.rng = rng
 
     async def _candidates(
-        self, namespace: str, req: RecallRequest, now: datetime
+        self, namespace: str, req: RecallRequest, scope: dict[str, str], now: datetime
     ) -> list[tuple[MemoryRecord, float, int]]:
         """(memory, retrieval score, rank): text matches of any status, then constraints,
         each the best among the memories that apply to the request's scope."""
@@ -77,7 +77,7 @@ class RecallService:
                 self.session,
                 namespace,
                 terms,
-                MemoryFilters(types=types, applies_to=req.scope),
+                MemoryFilters(types=types, applies_to=scope),
                 now=now,
                 limit=self.settings.max_candidates,
             )
@@ -86,13 +86,13 @@ class RecallService:
         if types is None or "constraint" in types:
             limit = self.settings.max_constraints
             constraints = await self.usage.top_constraints(
-                namespace, now=now, limit=limit, applies_to=req.scope
+                namespace, now=now, limit=limit, applies_to=scope
             )
             for memory in constraints:
                 found.setdefault(memory.id, (memory, 0.0, 0))
         # The searches applied the scope already; the same predicate in Python, which
         # costs little, keeps their SQL and index versions from drifting from it.
-        return [c for c in found.values() if scope_compatible(c[0].scope, req.scope)]
+        return [c for c in found.values() if scope_compatible(c[0].scope, scope)]
 
     async def choose(
         self,
@@ -109,7 +109,8 @@ class RecallService:
         `max_sensitivity` is capped at it. A recall made under an Idempotency-Key has the
         id the key gives and keeps the request's digest, so `replay` can find it again."""
         now = datetime.now(UTC)
-        found = await self._candidates(namespace, req, now)
+        scope = req.applies_to()
+        found = await self._candidates(namespace, req, scope, now)
         by_id = {m.id: (m, score, rank) for m, score, rank in found}
         statuses = {m.id: derived_status(m, now=now) for m, _, _ in found}
         candidates = [
@@ -123,6 +124,7 @@ class RecallService:
                 retrieval_score=score,
                 expected_utility=expected_utility(m.reward_count, m.reward_sum),
                 token_cost=m.token_estimate,
+                specificity=len([k for k in m.scope if k != "level"]),
             )
             for m, score, _ in found
         ]
@@ -141,7 +143,7 @@ class RecallService:
                 "k": req.k,
                 "n_candidates": len(candidates),
                 "tokens_available": sum(by_id[cid][0].token_estimate for cid in decision.eligible),
-                "n_scope_keys": len([k for k in req.scope if k != "level"]),
+                "n_scope_keys": len([k for k in scope if k != "level"]),
                 "task_type": req.task_type,
             },
             "candidates": [
@@ -152,7 +154,7 @@ class RecallService:
                         status=statuses[m.id],
                         score=score,
                         rank=rank,
-                        request_scope=req.scope,
+                        request_scope=scope,
                         now=now,
                     ),
                 }

@@ -228,16 +228,31 @@ class SkillRecords:
             after=skill.steps,
         )
 
-    async def _retire(self, skill: Skill, reason: str, evidence: list[str], now: datetime) -> None:
+    async def _retire(
+        self,
+        skill: Skill,
+        reason: str,
+        evidence: list[str],
+        now: datetime,
+        *,
+        kind: str = "retired",
+    ) -> None:
+        """Stop handing the skill out. `retired`: it stopped working, so the episodes
+        before it no longer teach its task type (the window starts after them);
+        `superseded`: skills for each context replace it, and those episodes still count."""
         skill.status = "retired"
         skill.retired_at = now
-        self._retired.append(skill)
+        if kind == "retired":
+            self._retired.append(skill)
         skill.updated_at = now
         if skill.memory_id is not None:
             await self.memories.transition(
                 skill.namespace,
                 skill.memory_id,
                 from_statuses=("active", "quarantined"),
-                values={"status": "contradicted", "updated_at": now},
+                values={
+                    "status": "contradicted" if kind == "retired" else "superseded",
+                    "updated_at": now,
+                },
             )
-        self._event(skill, "retired", reason, evidence, now)
+        self._event(skill, kind, reason, evidence, now)

@@ -45,7 +45,7 @@ async def test_recall_applies_the_rules(client: httpx.AsyncClient) -> None:
     )
     assert r.status_code == 200, r.text
     body = r.json()
-    assert body["policy"] == {"id": "baseline_v0", "version": 1}
+    assert body["policy"] == {"id": "baseline_v0", "version": 2}
     modes = {m["memory_id"]: m["mode"] for m in body["selected"]}
     assert modes[rule] == "constraint"
     assert modes[fact] == "context"

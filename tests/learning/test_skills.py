@@ -30,7 +30,7 @@ def ep(
     success: bool,
     reward: float | None = None,
     statuses: tuple[str, ...] | None = None,
-    context: tuple[str, ...] = (),
+    context: tuple[tuple[str, str], ...] = (),
     skills: tuple[str, ...] = (),
 ) -> EpisodeView:
     actions = tuple(actions)
@@ -304,11 +304,16 @@ def test_jaccard() -> None:
 
 def split_window(*, cli_success: bool) -> list[EpisodeView]:
     web = [
-        ep(f"web{i}", ["a", "b"], success=True, context=("domain=web", "language=py"))
+        ep(f"web{i}", ["a", "b"], success=True, context=(("domain", "web"), ("language", "py")))
         for i in range(20)
     ]
     cli = [
-        ep(f"cli{i}", ["a", "b"], success=cli_success, context=("domain=cli", "language=py"))
+        ep(
+            f"cli{i}",
+            ["a", "b"],
+            success=cli_success,
+            context=(("domain", "cli"), ("language", "py")),
+        )
         for i in range(20)
     ]
     return web + cli
@@ -319,8 +324,8 @@ def test_context_split_finds_where_the_procedure_works_and_fails() -> None:
         ["a", "b"], split_window(cli_success=False), min_support=5, good_lcb=0.6, bad_below=0.4
     )
     assert split is not None
-    assert split.feature == "domain=web"
-    assert split.bad_feature == "domain=cli"
+    assert split.feature == ("domain", "web")
+    assert split.bad_feature == ("domain", "cli")
     assert (split.good.support, split.good.successes) == (20, 20)
     assert (split.bad.support, split.bad.successes) == (20, 0)
     assert split.good.lcb >= 0.6
@@ -337,15 +342,15 @@ def test_context_split_none_when_it_works_everywhere() -> None:
 
 
 def test_context_split_compares_values_of_the_same_feature_only() -> None:
-    window = [ep(f"w{i}", ["a"], success=True, context=("domain=web",)) for i in range(20)] + [
-        ep(f"s{i}", ["a"], success=False, context=("tag=slow",)) for i in range(20)
+    window = [ep(f"w{i}", ["a"], success=True, context=(("domain", "web"),)) for i in range(20)] + [
+        ep(f"s{i}", ["a"], success=False, context=(("tag.slow", "true"),)) for i in range(20)
     ]
     assert context_split(["a"], window, min_support=5, good_lcb=0.6, bad_below=0.4) is None
 
 
 def test_context_split_needs_support_on_both_sides() -> None:
-    window = [ep(f"w{i}", ["a"], success=True, context=("domain=web",)) for i in range(20)] + [
-        ep(f"c{i}", ["a"], success=False, context=("domain=cli",)) for i in range(4)
+    window = [ep(f"w{i}", ["a"], success=True, context=(("domain", "web"),)) for i in range(20)] + [
+        ep(f"c{i}", ["a"], success=False, context=(("domain", "cli"),)) for i in range(4)
     ]
     assert context_split(["a"], window, min_support=5, good_lcb=0.6, bad_below=0.9) is None
 
