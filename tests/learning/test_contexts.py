@@ -4,80 +4,11 @@ procedure of each of its values, and the general one, from messy episodes."""
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
 
 from app.learning.contexts import describe_context, in_context, plan
 from app.learning.mining import context_features, context_fields
 from app.learning.skills import EpisodeView
-
-SHARED = "git.tag"
-PYTHON = [SHARED, "pip.build", "pytest.run", "twine.upload"]
-NODE = [SHARED, "npm.build", "npm.test", "npm.publish"]
-NOISE = ["shell.ls", "shell.cat", "http.get", "docker.build", "make.build", "git.status"]
-Procedures = Callable[[dict[str, str]], list[str]]
-
-
-def messy(n: int, procedure_of: Procedures, *, seed: int) -> list[EpisodeView]:
-    """Half succeed (the context's procedure, 0-3 noise steps, a retried error in 30%), a
-    quarter near misses (one step left out), a quarter random; every episode has a
-    language, a cloud feature and irrelevant fields (domain, a team feature, a tag)."""
-    rng = random.Random(seed)
-    known = sorted({a for ctx in contexts() for a in procedure_of(ctx)} | set(NOISE))
-    out = []
-    for i in range(n):
-        fields = {
-            "language": rng.choice(["python", "node"]),
-            "features.cloud": rng.choice(["aws", "gcp"]),
-            "domain": rng.choice(["web", "cli"]),
-            "features.team": rng.choice(["a", "b", "c"]),
-        }
-        if rng.random() < 0.3:
-            fields["tag.ci"] = "true"
-        procedure = procedure_of(fields)
-        statuses: list[str] | None = None
-        draw = rng.random()
-        if draw < 0.5:
-            actions = list(procedure)
-            for _ in range(rng.randint(0, 3)):
-                actions.insert(rng.randint(0, len(actions)), rng.choice(NOISE))
-            statuses = ["ok"] * len(actions)
-            if rng.random() < 0.3:
-                j = rng.randrange(len(actions))
-                actions.insert(j, actions[j])
-                statuses.insert(j, "error")
-        elif draw < 0.75:
-            actions = list(procedure)
-            del actions[rng.randrange(len(actions))]
-        else:
-            actions = rng.sample(known, rng.randint(3, 6))
-        out.append(
-            EpisodeView(
-                id=f"e{i}",
-                actions=tuple(actions),
-                statuses=tuple(statuses or ["ok"] * len(actions)),
-                success=draw < 0.5,
-                reward=1.0 if draw < 0.5 else -1.0,
-                context=tuple(sorted(fields.items())),
-            )
-        )
-    return out
-
-
-def contexts() -> list[dict[str, str]]:
-    return [
-        {"language": lang, "features.cloud": c}
-        for lang in ("python", "node")
-        for c in ("aws", "gcp")
-    ]
-
-
-def by_language(fields: dict[str, str]) -> list[str]:
-    return PYTHON if fields.get("language") == "python" else NODE
-
-
-def by_pair(fields: dict[str, str]) -> list[str]:
-    steps = by_language(fields)
-    return [*steps[:3], "gcloud.deploy"] if fields.get("features.cloud") == "gcp" else steps
+from tests.learning.messy import NODE, PYTHON, by_language, by_pair, messy
 
 
 def steps_by_context(window: list[EpisodeView]) -> dict[str, tuple[str, ...]]:
