@@ -2,13 +2,17 @@
 
 curve   the simulated agent with memory against the one without (bench/simworld.py),
         success rate per block of episodes, printed and drawn to bench/out/learning.png
+context the world whose procedures depend on the context (bench/simcontext.py): skills
+        learned from a batch of messy logged episodes, per (type, context) and in a
+        context never seen, and the curve of a messy agent that follows recalled skills
 scale   reflection, mining and skill evolution over 100,000 stored episodes: the time
         `engram worker --once` takes to learn them all, and the cost of one new episode
         over the first 5,000 and over 5,000 more after 100,000 (it should not grow)
 ingest  POST /v1/episodes with the API's worker running against the same server
         without it (ENGRAM_LEARNING__WORKER=false), same load, same run
 
-    python -m bench.learning [curve|scale|ingest|all] [--episodes 100000]
+    python -m bench.learning [curve|context|scale|ingest|all ...] [--episodes 100000]
+        [--figure bench/learning_curve.png]   (the curves drawn, one panel each)
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.ingest import line
+from bench.learning_context import context
+from bench.learning_plot import Panel, draw
 from bench.loadgen import run
 from bench.simworld import RandomAgent, World, chance_rate, precision_recall
 from tests.server import EngramServer
@@ -41,40 +47,7 @@ PROBE = 5000  # episodes learned at the start and at the end, to compare their c
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def draw(curve: list[tuple[int, float, float]], path: Path, *, broken_at: int | None) -> None:
-    """The learning curve as a PNG (Pillow only)."""
-    from PIL import Image, ImageDraw
-
-    w, h, pad = 900, 480, 60
-    img = Image.new("RGB", (w, h), "white")
-    d = ImageDraw.Draw(img)
-    last = curve[-1][0]
-
-    def xy(n: float, rate: float) -> tuple[float, float]:
-        return pad + (w - 2 * pad) * n / last, h - pad - (h - 2 * pad) * rate
-
-    d.line([xy(0, 0), xy(last, 0)], fill="black")
-    d.line([xy(0, 0), xy(0, 1)], fill="black")
-    for tick in (0.25, 0.5, 0.75, 0.85, 1.0):
-        d.line([xy(0, tick), xy(last, tick)], fill=(225, 225, 225))
-        d.text((8, xy(0, tick)[1] - 6), f"{tick:.0%}", fill="black")
-    for n in range(0, last + 1, max(100, last // 8 // 100 * 100)):
-        d.text((xy(n, 0)[0] - 10, h - pad + 8), str(n), fill="black")
-    if broken_at is not None:
-        d.line([xy(broken_at, 0), xy(broken_at, 1)], fill=(200, 120, 0))
-        d.text((xy(broken_at, 1)[0] + 4, pad - 4), "procedure broken", fill=(200, 120, 0))
-    for idx, colour, label in ((1, (0, 90, 200), "with Engram"), (2, (200, 40, 40), "no memory")):
-        points = [
-            xy(n, row[idx]) for n, *_ in curve for row in [next(c for c in curve if c[0] == n)]
-        ]
-        d.line(points, fill=colour, width=3)
-        d.text((w - pad - 120, pad + 18 * idx), label, fill=colour)
-    d.text((pad, 16), "Success rate per block of episodes (simulated agents)", fill="black")
-    d.text((w // 2 - 30, h - 24), "episodes", fill="black")
-    img.save(path)
-
-
-async def curve(episodes: int, after_break: int, block: int) -> None:
+async def curve(episodes: int, after_break: int, block: int) -> Panel:
     world = World(7, task_types=3, procedure_length=3, vocabulary=9)
     with tempfile.TemporaryDirectory(prefix="engram-bench-") as tmp:
         server = EngramServer(Path(tmp), ENGRAM_LOG_REQUESTS="false").start()
@@ -119,9 +92,12 @@ async def curve(episodes: int, after_break: int, block: int) -> None:
         print(
             f"  {s['name']:<18} {s['status']:<9} v{s['version']} uses {s['uses']:>4}  {[x['action'] for x in s['steps']]}"
         )
-    OUT.mkdir(exist_ok=True)
-    draw(rows, OUT / "learning.png", broken_at=episodes)
-    print(f"curve drawn to {OUT / 'learning.png'}")
+    return Panel(
+        "One procedure per task type: success per block of episodes (simulated agents)",
+        rows,
+        mark=(episodes, "procedure broken"),
+        chance=chance,
+    )
 
 
 def episode_bodies(n: int, seed: int) -> list[bytes]:
@@ -225,9 +201,11 @@ async def ingest_with_worker(seconds: float) -> None:
     bodies = episode_bodies(60_000, 5)
     requests = [build_request("POST", "/v1/episodes", b) for b in bodies]
     rates = {}
-    for label, env in (("worker off", {"ENGRAM_LEARNING__WORKER": "false"}), ("worker on", {})):
+    for label, worker in (("worker off", "false"), ("worker on", "true")):
         with tempfile.TemporaryDirectory(prefix="engram-bench-") as tmp:
-            server = EngramServer(Path(tmp), ENGRAM_LOG_REQUESTS="false", **env).start()
+            server = EngramServer(
+                Path(tmp), ENGRAM_LOG_REQUESTS="false", ENGRAM_LEARNING__WORKER=worker
+            ).start()
             try:
                 await run(server.port, lambda i: requests[-1 - i], connections=32, total=1000)
                 r = await run(server.port, lambda i: requests[i], connections=32, seconds=seconds)
@@ -244,19 +222,29 @@ async def ingest_with_worker(seconds: float) -> None:
 
 async def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument(
-        "what", nargs="?", default="all", choices=["curve", "scale", "ingest", "all"]
-    )
+    choices = ["curve", "context", "scale", "ingest", "all"]
+    parser.add_argument("what", nargs="*", default=["all"], choices=choices)
     parser.add_argument("--episodes", type=int, default=100_000)
     parser.add_argument("--curve-episodes", type=int, default=600)
     parser.add_argument("--after-break", type=int, default=300)
+    parser.add_argument("--batch", type=int, default=400)
+    parser.add_argument("--context-episodes", type=int, default=600)
     parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--figure", type=Path, default=OUT / "learning.png")
     args = parser.parse_args()
-    if args.what in ("curve", "all"):
-        await curve(args.curve_episodes, args.after_break, block=50)
-    if args.what in ("ingest", "all"):
+    what = set(choices) if "all" in args.what else set(args.what)
+    panels = []
+    if "curve" in what:
+        panels.append(await curve(args.curve_episodes, args.after_break, block=50))
+    if "context" in what:
+        panels.append(await context(batch=args.batch, episodes=args.context_episodes, block=50))
+    if panels:
+        args.figure.parent.mkdir(exist_ok=True)
+        draw(panels, args.figure)
+        print(f"curves drawn to {args.figure}")
+    if "ingest" in what:
         await ingest_with_worker(args.seconds)
-    if args.what in ("scale", "all"):
+    if "scale" in what:
         await scale(args.episodes)
 
 

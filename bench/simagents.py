@@ -151,7 +151,7 @@ class MessyAgent:
         self,
         task_type_name: str,
         *,
-        context: Context,
+        context: Context | None = None,
         skill_steps: list[str] | None = None,
         recoveries: dict[str, str] | None = None,
     ) -> Attempt:
