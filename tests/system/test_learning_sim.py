@@ -1,5 +1,5 @@
 """Proof that Engram learns: a simulated agent that follows the skills recall hands it,
-against one without memory, on tasks with hidden procedures (tests/learning/simworld.py).
+against one without memory, on tasks with hidden procedures (bench/simworld.py).
 One world in the default run; another one, from another seed, under `slow`."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from fastapi import FastAPI
 
 from app.core.config import Settings
 from app.worker.runner import Worker
-from tests.learning.simworld import World, chance_rate, precision_recall
+from bench.simworld import World, chance_rate, precision_recall
 from tests.system.simulate import learned_steps, simulate
 
 # Another world under `slow`. There the learned skill keeps a step its procedure does not
