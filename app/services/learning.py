@@ -13,13 +13,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.config import Learning
-from app.learning.episode_reward import (
-    Baseline,
-    EpisodeFacts,
-    aggregate,
-    episode_reward,
-    median,
-)
+from app.learning.episode_reward import Baseline, EpisodeFacts, aggregate, episode_reward, median
 from app.learning.mining import context_features, episode_patterns, pattern_id, wilson_lcb
 from app.learning.reflection import action_key, reflect
 from app.models import Reward, Skill
