@@ -22,6 +22,10 @@ class RecallRequest(Request):
     types: list[str] | None = Field(default=None, description="Only these memory types")
     k: int | None = Field(default=None, description="Most memories chosen (default 10)")
     max_sensitivity: str | None = Field(default=None, description="Most sensitive chosen")
+    context: dict[str, Any] | None = Field(
+        default=None,
+        description="domain, language, tags, features: the skill of this context comes first",
+    )
 
 
 class RecalledMemory(Response):

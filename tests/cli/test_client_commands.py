@@ -137,6 +137,41 @@ def test_recall_then_reward(server: EngramServer) -> None:
     assert rewarded["signals"] == {"task_success": True, "user_rating": 1.0}
 
 
+def test_recall_in_a_context(server: EngramServer) -> None:
+    with Engram(server.url, key=KEY) as client:
+        for language in ("node", "python"):
+            client.memories.write(
+                type="fact",
+                content=f"Releases of the {language} packages publish from the release branch.",
+                scope={"level": "global", "language": language},
+            )
+    node, neither = (
+        json.loads(ok(r))
+        for r in together(
+            server,
+            (
+                "recall",
+                "publish the packages release",
+                "--language",
+                "node",
+                "--tag",
+                "ci",
+                "--feature",
+                "db=postgres",
+                "--json",
+            ),
+            ("recall", "publish the packages release", "--json"),
+        )
+    )
+    assert [m["content"] for m in node["selected"]] == [
+        "Releases of the node packages publish from the release branch."
+    ]
+    assert neither["selected"] == []
+    bad = engram(server, "recall", "anything", "--feature", "db")
+    assert bad.returncode == 1
+    assert bad.stderr.startswith("engram: --feature takes NAME=VALUE, got 'db'")
+
+
 def test_export_follows_every_page_and_resumes(server: EngramServer, tmp_path: Path) -> None:
     with Engram(server.url, key=KEY) as client:
         for i in range(5):

@@ -14,6 +14,24 @@ Opt = typer.Option
 export_cli = typer.Typer(help="Download what Engram logged.", no_args_is_help=True)
 
 
+def task_context(
+    *,
+    language: str | None,
+    domain: str | None,
+    tags: list[str] | None,
+    features: list[str] | None,
+) -> dict[str, Any] | None:
+    """The recall's context from the command's options (None when none is given)."""
+    named = {}
+    for item in features or []:
+        name, eq, value = item.partition("=")
+        if not (name and eq):
+            fail(f"--feature takes NAME=VALUE, got {item!r}")
+        named[name] = value
+    context = {"language": language, "domain": domain, "tags": tags or [], "features": named}
+    return context if language or domain or tags or named else None
+
+
 def recall(
     task: Annotated[str, typer.Argument(help="The task, in words")],
     url: Url = None,
@@ -24,11 +42,24 @@ def recall(
     budget: Annotated[int, Opt("--budget", min=1, help="Token budget")] = 1000,
     k: Annotated[int, Opt("-k", min=1, max=100, help="Most memories chosen")] = 10,
     type_: Annotated[list[str] | None, Opt("--type", help="Only these memory types")] = None,
+    language: Annotated[str | None, Opt(help="The task's language (skills per context)")] = None,
+    domain: Annotated[str | None, Opt(help="The task's domain")] = None,
+    tag: Annotated[list[str] | None, Opt("--tag", help="A tag of the task's context")] = None,
+    feature: Annotated[
+        list[str] | None, Opt("--feature", help="A context feature, NAME=VALUE")
+    ] = None,
 ) -> None:
     """What should I remember for this task? (logged as an RL transition)"""
+    context = task_context(language=language, domain=domain, tags=tag, features=feature)
     with connect(url, key) as engram:
         answer = engram.recall(
-            task, token_budget=budget, task_id=task_id, task_type=task_type, k=k, types=type_
+            task,
+            token_budget=budget,
+            task_id=task_id,
+            task_type=task_type,
+            k=k,
+            types=type_,
+            context=context,
         )
     if as_json:
         emit_json(dump(answer))
