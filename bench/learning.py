@@ -1,10 +1,11 @@
 """Learning-loop benchmarks, each against the real server (uvicorn, SQLite + LevelDB).
 
 curve   the simulated agent with memory against the one without (bench/simworld.py),
-        success rate per block of episodes, printed and drawn to bench/out/learning.png
+        success rate per block of episodes, printed and drawn
 context the world whose procedures depend on the context (bench/simcontext.py): skills
         learned from a batch of messy logged episodes, per (type, context) and in a
-        context never seen, and the curve of a messy agent that follows recalled skills
+        context never seen, and the curves of a messy agent that follows recalled skills
+        after that batch and from nothing, printed and drawn
 scale   reflection, mining and skill evolution over 100,000 stored episodes: the time
         `engram worker --once` takes to learn them all, and the cost of one new episode
         over the first 5,000 and over 5,000 more after 100,000 (it should not grow)
@@ -12,7 +13,10 @@ ingest  POST /v1/episodes with the API's worker running against the same server
         without it (ENGRAM_LEARNING__WORKER=false), same load, same run
 
     python -m bench.learning [curve|context|scale|ingest|all ...] [--episodes 100000]
-        [--figure bench/learning_curve.png]   (the curves drawn, one panel each)
+        [--batch 400] [--context-episodes 600] [--figure bench/out/learning.png]
+
+The curves drawn go to --figure, one panel each (bench/learning_curve.png is one run of
+`curve context`).
 """
 
 from __future__ import annotations

@@ -17,13 +17,13 @@ from typing import Any
 
 import httpx
 
-from bench.learning_plot import Panel
+from bench.learning_plot import BLUE, GREEN, RED, Panel
 from bench.simagents import messy_chance, messy_episodes
 from bench.simcontext import context_world, label, training_keys, values_of
 from bench.simshapes import Key
 from bench.simworld import World, precision_recall
 from tests.server import EngramServer
-from tests.system.simulate import Recalled, post_batch, simulate, skills_by_context
+from tests.system.simulate import Recalled, post_batch, settle, simulate, skills_by_context
 
 SEED = 7
 
@@ -81,57 +81,71 @@ async def _active(client: httpx.AsyncClient) -> list[dict[str, Any]]:
 
 
 async def context(*, batch: int, episodes: int, block: int, seed: int = SEED) -> Panel:
-    """Run both parts; print their tables and return the curve."""
+    """Run both parts; print their tables and return the curves."""
     world = context_world(seed)
     logged = messy_episodes(world, n=batch, seed=seed)
     with tempfile.TemporaryDirectory(prefix="engram-bench-") as tmp:
-        # The API only stores: the one reflect pass does the learning.
-        server = EngramServer(
-            Path(tmp), ENGRAM_LOG_REQUESTS="false", ENGRAM_LEARNING__WORKER="false"
-        ).start()
+        server = EngramServer(Path(tmp), ENGRAM_LOG_REQUESTS="false").start()
         try:
             async with httpx.AsyncClient(base_url=server.url, timeout=300) as client:
                 started = time.perf_counter()
-                result = await post_batch(client, logged)
+                await post_batch(client, logged)
+                await settle(client)
                 took = time.perf_counter() - started
                 learned = await skills_by_context(client, world, seed=seed)
                 skills = await _active(client)
+                warm = await simulate(client, world, episodes=episodes, seed=seed)
+                warm_end = await skills_by_context(client, world, seed=seed)
         finally:
             server.stop()
     wins = sum(a.outcome == "success" for a in logged)
     print(
         f"context world (seed {seed}): {len(world.task_types)} task types; {batch} messy "
-        f"episodes ({wins} successes), posted, rewarded and reflected on in {took:.1f} s; "
-        f"{len(result.get('skill_changes', []))} skill changes, {len(skills)} active skills"
+        f"episodes ({wins} successes) posted, rewarded and learned from in {took:.1f} s; "
+        f"{len(skills)} active skills"
     )
-    print("after the batch:", table(world, learned))
+    print("\nwhat recall hands out after the logged batch:")
+    print(table(world, learned), "\n")
     with tempfile.TemporaryDirectory(prefix="engram-bench-") as tmp:
         server = EngramServer(Path(tmp), ENGRAM_LOG_REQUESTS="false").start()
         try:
             async with httpx.AsyncClient(base_url=server.url, timeout=60) as client:
                 started = time.perf_counter()
-                run = await simulate(client, world, episodes=episodes, seed=seed)
+                cold = await simulate(client, world, episodes=episodes, seed=seed)
                 took = time.perf_counter() - started
-                after = await skills_by_context(client, world, seed=seed)
+                cold_end = await skills_by_context(client, world, seed=seed)
         finally:
             server.stop()
     chance = messy_chance(world, trials=4000)
-    print(f"\nmessy agent from no memory, {episodes} episodes ({took:.0f} s over HTTP)")
-    print("| episodes | with Engram | no memory |")
-    print("|---|---|---|")
-    rows = run.curve(block)
-    for n, with_memory, without in rows:
-        print(f"| {n} | {with_memory:.0%} | {without:.0%} |")
+    print(f"\nmessy agent, {episodes} episodes from no memory ({took:.0f} s over HTTP)")
+    print("and as many after the logged batch, on the same task sequence")
+    print("| episodes | Engram, after the logs | Engram, from nothing | no memory |")
+    print("|---|---|---|---|")
+    rows = [
+        (n, w, c, none)
+        for (n, w, _), (_, c, none) in zip(warm.curve(block), cold.curve(block), strict=True)
+    ]
+    for n, w, c, none in rows:
+        print(f"| {n} | {w:.0%} | {c:.0%} | {none:.0%} |")
     print(f"chance (messy agent without memory, Monte Carlo): {chance:.1%}")
     last = max(0, episodes - 150)
     print(
-        f"episodes {last + 1}-{episodes}: {run.rate(run.memory, last, episodes):.0%} with "
-        f"Engram, {run.rate(run.chance, last, episodes):.0%} without\n"
+        f"episodes {last + 1}-{episodes}: {warm.rate(warm.memory, last, episodes):.0%} after "
+        f"the logs, {cold.rate(cold.memory, last, episodes):.0%} from nothing, "
+        f"{cold.rate(cold.chance, last, episodes):.0%} without memory\n"
     )
-    print("what recall hands out at the end of the curve:")
-    print("after the curve:", table(world, after))
+    print("what recall hands out after the logs and the curve:")
+    print(table(world, warm_end), "\n")
+    print("what recall hands out after the curve from nothing:")
+    print(table(world, cold_end))
     return Panel(
         "Procedures per context, messy agent: success per block of episodes",
         rows,
+        lines=[
+            (f"with Engram, after {batch} logged episodes", GREEN),
+            ("with Engram, from nothing", BLUE),
+            ("no memory", RED),
+        ],
         chance=chance,
+        legend_at=0.7,
     )

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -10,17 +11,20 @@ if TYPE_CHECKING:
     from PIL import ImageDraw
 
 Colour = tuple[int, int, int]
-LINES: list[tuple[str, Colour]] = [("with Engram", (0, 90, 200)), ("no memory", (200, 40, 40))]
+BLUE, RED, GREEN = (0, 90, 200), (200, 40, 40), (40, 150, 60)
+LINES: list[tuple[str, Colour]] = [("with Engram", BLUE), ("no memory", RED)]
 
 
 @dataclass
 class Panel:
-    """One curve: (episodes so far, success with memory, success without) per block."""
+    """Curves: per block, the episodes so far then each line's success rate."""
 
     title: str
-    rows: list[tuple[int, float, float]]
+    rows: Sequence[Sequence[float]]
+    lines: list[tuple[str, Colour]] = field(default_factory=lambda: list(LINES))
     mark: tuple[int, str] | None = None  # an episode to mark, and why
     chance: float | None = None  # the agent without memory's Monte Carlo success rate
+    legend_at: float = 0.95  # the success rate the legend starts at, clear of the lines
 
 
 def draw(panels: list[Panel], path: Path) -> None:
@@ -39,7 +43,7 @@ def _panel(
     d: ImageDraw.ImageDraw, panel: Panel, *, top: int, size: tuple[int, int], pad: int
 ) -> None:
     w, h = size
-    last = panel.rows[-1][0]
+    last = int(panel.rows[-1][0])
 
     def xy(n: float, rate: float) -> tuple[float, float]:
         return pad + (w - 2 * pad) * n / last, top + h - pad - (h - 2 * pad) * rate
@@ -53,13 +57,13 @@ def _panel(
         d.text((xy(n, 0)[0] - 10, top + h - pad + 8), str(n), fill="black")
     if panel.chance is not None:
         d.line([xy(0, panel.chance), xy(last, panel.chance)], fill=(240, 170, 170))
-        d.text((w - pad + 4, xy(0, panel.chance)[1] - 6), "chance", fill=(200, 40, 40))
+        d.text((w - pad + 4, xy(0, panel.chance)[1] - 6), "chance", fill=RED)
     if panel.mark is not None:
         at, why = panel.mark
         d.line([xy(at, 0), xy(at, 1)], fill=(200, 120, 0))
         d.text((xy(at, 1)[0] + 4, top + pad - 4), why, fill=(200, 120, 0))
-    for idx, (label, colour) in enumerate(LINES, start=1):
+    for idx, (label, colour) in enumerate(panel.lines, start=1):
         d.line([xy(row[0], row[idx]) for row in panel.rows], fill=colour, width=3)
-        d.text((w - pad - 120, top + pad + 18 * idx), label, fill=colour)
+        d.text((w - pad - 200, xy(0, panel.legend_at)[1] + 18 * (idx - 1)), label, fill=colour)
     d.text((pad, top + 16), panel.title, fill="black")
     d.text((w // 2 - 30, top + h - 24), "episodes", fill="black")
