@@ -108,17 +108,24 @@ def plan(
     min_support: int,
     step_share: float,
     fixes: Mapping[str, str] | None = None,
+    detect_support: int | None = None,
 ) -> ContextPlan:
     """The procedures of a task type's window: per context where the context decides
-    the procedure, else the one procedure of the whole window."""
+    the procedure, else the one procedure of the whole window.
+
+    Contexts are told apart from `detect_support` successes a group on (`min_support`
+    by default), fewer than a skill needs: once the contexts' procedures are seen to
+    differ, the part they share is no general procedure, even before each context has
+    the successes its own skill needs (the caller holds each group to its threshold)."""
     general = derive(window, min_support=min_support, step_share=step_share, fixes=fixes)
     wins = [e for e in window if e.success]
     best = ContextPlan(general=general, score=_score([general] if general else []))
-    fields = _candidate_fields(wins, min_support=min_support)
+    detect = min(detect_support or min_support, min_support)
+    fields = _candidate_fields(wins, min_support=detect)
     for size in range(1, MAX_PAIR + 1):
         for chosen in combinations(sorted(fields), size):
             found = _partition(
-                window, chosen, min_support=min_support, step_share=step_share, fixes=fixes
+                window, chosen, min_support=detect, step_share=step_share, fixes=fixes
             )
             # Strictly more: a pair must explain more than either of its fields alone.
             if found is not None and found.score > best.score:

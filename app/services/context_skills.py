@@ -62,7 +62,11 @@ class ContextSkills(SkillRecords):
             base = sum(e.success for e in group) / len(group)
             same = [k for k in live if k.status != "retired" and context_of(k) == context]
             same = [k for k in same if not k.parent_ids]  # not a specialised or composed one
-            if proc.support < s.skill_min_support or proc.lcb < s.skill_min_lcb or proc.lcb <= base:
+            if (
+                proc.successes < s.skill_min_support
+                or proc.lcb < s.skill_min_lcb
+                or proc.lcb <= base
+            ):
                 placed.extend(same)
                 continue
             similar = max(same, key=lambda k: jaccard(actions(k), proc.steps), default=None)

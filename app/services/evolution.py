@@ -113,6 +113,7 @@ class EvolutionService(ContextSkills):
             min_support=s.skill_min_support,
             step_share=s.step_share,
             fixes=await self._fixes(namespace, task_type),
+            detect_support=s.min_support,
         )
         proc = found.general
         if proc is not None:

@@ -107,3 +107,17 @@ def test_context_fields_name_tags_and_features_as_triggers_do() -> None:
     assert describe_context({"tag.ci": "true", "language": "node"}) == "language=node, tag=ci"
     # Mining counts the same fields; a tag reads as it always did.
     assert context_features(tags=["ci"], features={"db": "pg"}) == ["tag=ci", "features.db=pg"]
+
+
+def test_differing_contexts_are_seen_before_each_has_enough_for_a_skill() -> None:
+    """16 successes, 7 and 9 per language: too few for a skill of either (10), enough to
+    see that the languages' procedures differ, so the step they share is no skill."""
+    window = messy(30, by_language, seed=3)
+    assert plan(window, min_support=10, step_share=0.8).general is not None  # the shared step
+    found = plan(window, min_support=10, step_share=0.8, detect_support=5)
+    assert found.fields == ("language",)
+    assert found.general is None
+    assert {k: (p.steps, p.successes) for k, p in found.specific.items()} == {
+        (("language", "python"),): (tuple(PYTHON), 9),
+        (("language", "node"),): (tuple(NODE), 7),
+    }
