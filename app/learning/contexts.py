@@ -87,6 +87,9 @@ def _partition(
         values = dict(e.context)
         key = tuple((f, values[f]) for f in fields) if all(f in values for f in fields) else None
         groups.setdefault(key, []).append(e)
+    supported = [g for g in groups.values() if sum(e.success for e in g) >= min_support]
+    if len(supported) < 2:
+        return None  # one group at most could have a procedure: nothing to compare
     procs: dict[Context | None, Procedure] = {}
     for key, group in groups.items():
         proc = derive(group, min_support=min_support, step_share=step_share, fixes=fixes)
@@ -121,6 +124,8 @@ def plan(
     wins = [e for e in window if e.success]
     best = ContextPlan(general=general, score=_score([general] if general else []))
     detect = min(detect_support or min_support, min_support)
+    if len(wins) < 2 * detect:
+        return best  # too few successes for two groups to show their procedures
     fields = _candidate_fields(wins, min_support=detect)
     for size in range(1, MAX_PAIR + 1):
         for chosen in combinations(sorted(fields), size):
