@@ -42,6 +42,11 @@ def describe_context(context: Mapping[str, str]) -> str:
     return ", ".join(parts)
 
 
+def context_name(context: Mapping[str, str]) -> str:
+    """The context in a skill's name: `node`, `python-postgres`, `ci` (a tag)."""
+    return "-".join(k[4:] if k.startswith("tag.") else v for k, v in sorted(context.items()))
+
+
 def in_context(episode: EpisodeView, context: Mapping[str, str]) -> bool:
     """Whether the episode happened in this context (every field of it, maybe more)."""
     fields = dict(episode.context)

@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.config import Learning
+from app.learning.contexts import context_name, describe_context
 from app.learning.skills import Procedure
 from app.models import Skill
 from app.repositories.memories import MemoryRepository
@@ -36,7 +37,7 @@ def describe(skill: Skill) -> str:
     for i, step in enumerate(skill.steps, 1):
         fix = f" (if it fails: {step['on_error']})" if step.get("on_error") else ""
         parts.append(f"{i}. {step['action']}{fix}")
-    context = ", ".join(f"{k}={v}" for k, v in sorted(skill.trigger.get("context", {}).items()))
+    context = describe_context(skill.trigger.get("context") or {})
     when = f" when {context}" if context else ""
     return (
         f"Skill {skill.name} for {skill.task_type or 'any task'}{when}: "
@@ -109,8 +110,8 @@ class SkillRecords:
         kind: str = "created",
         reason: str | None = None,
     ) -> Skill:
-        suffix = "".join(f"-{v}" for v in (context or {}).values())
-        base = f"{task_type or 'task'}{suffix}"
+        suffix = context_name(context) if context else ""
+        base = "-".join(part for part in (task_type or "task", suffix) if part)
         name = f"{base}-v{uuid7()[-6:]}" if kind != "created" else base
         existing = await self.skills.named(namespace, [name])
         if name in existing:

@@ -73,6 +73,8 @@ async def test_each_language_gets_its_procedure_and_recall_hands_it_by_context(
     node = by_context[(("language", "node"),)]
     memory = (await client.get(f"/v1/memories/{node['memory_id']}")).json()
     assert memory["scope"] == {"level": "global", "task_type": "release", "language": "node"}
+    assert node["name"] == "release-node"
+    assert memory["content"].startswith("Skill release-node for release when language=node: 1.")
     # Features are mined with the rest of the context.
     r = await client.get("/v1/patterns", params={"kind": "context", "limit": 100})
     found = {tuple(p["items"]) for p in r.json()["items"]}
@@ -141,6 +143,7 @@ async def test_the_skill_of_the_task_s_tag_comes_before_the_general_one(
         (("tag.ci", "true"),),
     ]
     assert await recalled(client, {"tags": ["ci", "x"]}) == tagged({"tag.ci": "true"})
+    assert sorted(s["name"] for s in active) == ["release", "release-ci"]
     assert await recalled(client, {"tags": ["x"]}) == PYTHON
     assert await recalled(client, None) == PYTHON
 
