@@ -122,8 +122,8 @@ class SkillChange(BaseModel):
     skill_id: str = Field(description="The skill")
     name: str = Field(description="Its name")
     change: str = Field(
-        description="`created`, `activated`, `refined`, `specialised`, `composed`, `merged` "
-        "or `retired`"
+        description="`created`, `activated`, `refined`, `specialised`, `composed`, `merged`, "
+        "`retired` or `superseded`"
     )
     reason: str = Field(description="Why, for people to read")
 
@@ -226,8 +226,8 @@ class SkillEventRead(BaseModel):
 
     id: str = Field(description="The event's id")
     kind: str = Field(
-        description="`created`, `activated`, `refined`, `specialised`, `composed`, `merged` "
-        "or `retired`"
+        description="`created`, `activated`, `refined`, `specialised`, `composed`, `merged`, "
+        "`retired` (it stopped working) or `superseded` (skills per context replace it)"
     )
     version: int = Field(description="The skill's version after the change")
     reason: str = Field(description="Why, for people to read")
