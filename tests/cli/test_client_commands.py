@@ -158,9 +158,11 @@ def test_recall_in_a_context(server: EngramServer) -> None:
                 "ci",
                 "--feature",
                 "db=postgres",
+                "--type",
+                "fact",
                 "--json",
             ),
-            ("recall", "publish the packages release", "--json"),
+            ("recall", "publish the packages release", "--type", "fact", "--json"),
         )
     )
     assert [m["content"] for m in node["selected"]] == [
