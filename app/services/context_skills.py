@@ -29,11 +29,14 @@ def window_of(skill: Skill, window: list[EpisodeView]) -> list[EpisodeView]:
 class ContextSkills(SkillRecords):
     """The context decisions of an evolution pass."""
 
-    async def _settle(self, skill: Skill | None, proc: Procedure, now: datetime) -> None:
+    def _beats_base(self, proc: Procedure, base: float) -> bool:
+        """Whether following the procedure beats acting without it (`base`: the success
+        rate of the episodes it is for), by the lower bound of its success rate."""
+        return proc.lcb >= self.settings.skill_min_lcb and proc.lcb > base
+
+    async def _settle(self, skill: Skill, proc: Procedure, now: datetime) -> None:
         """Bring a skill to the procedure just derived for it: new steps if they do clearly
         better, or the recoveries learned since."""
-        if skill is None:
-            return
         merged = {**known_recoveries(skill), **proc.on_error}
         if tuple(actions(skill)) != proc.steps:
             if proc.lcb > skill.lcb + REFINE_MARGIN:
@@ -62,11 +65,7 @@ class ContextSkills(SkillRecords):
             base = sum(e.success for e in group) / len(group)
             same = [k for k in live if k.status != "retired" and context_of(k) == context]
             same = [k for k in same if not k.parent_ids]  # not a specialised or composed one
-            if (
-                proc.successes < s.skill_min_support
-                or proc.lcb < s.skill_min_lcb
-                or proc.lcb <= base
-            ):
+            if proc.successes < s.skill_min_support or not self._beats_base(proc, base):
                 placed.extend(same)
                 continue
             similar = max(same, key=lambda k: jaccard(actions(k), proc.steps), default=None)

@@ -120,7 +120,11 @@ class EvolutionService(ContextSkills):
             await save_procedure_pattern(
                 self.session, namespace, task_type=task_type, procedure=proc, now=now
             )
-        if proc is not None and proc.support >= s.skill_min_support and self._beats_base(proc):
+        if (
+            proc is not None
+            and proc.support >= s.skill_min_support
+            and self._beats_base(proc, self._base_rate)
+        ):
             generic = [k for k in live if not context_of(k)]
             similar = max(generic, key=lambda k: jaccard(actions(k), proc.steps), default=None)
             if similar is not None and jaccard(actions(similar), proc.steps) >= s.merge_similarity:
@@ -131,9 +135,6 @@ class EvolutionService(ContextSkills):
         await self._merge(live, now)
         await self._specialise(namespace, task_type, live, window, now)
         await self._compose(namespace, task_type, live, now)
-
-    def _beats_base(self, proc: Procedure) -> bool:
-        return proc.lcb >= self.settings.skill_min_lcb and proc.lcb > self._base_rate
 
     async def _fixes(self, namespace: str, task_type: str) -> dict[str, str]:
         """For each failing action, what recovered it: the mined recovery pattern seen most
