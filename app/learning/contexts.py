@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 
+from app.learning.mining import field_text
 from app.learning.skills import EpisodeView, Procedure, derive
 
 Context = tuple[tuple[str, str], ...]  # sorted (key, text) pairs
@@ -36,10 +37,7 @@ MAX_PAIR = 2
 
 def describe_context(context: Mapping[str, str]) -> str:
     """`language=node, features.db=postgres` (a tag reads as `tag=ci`)."""
-    parts = []
-    for key, value in sorted(context.items()):
-        parts.append(f"tag={key[4:]}" if key.startswith("tag.") else f"{key}={value}")
-    return ", ".join(parts)
+    return ", ".join(field_text(k, v) for k, v in sorted(context.items()))
 
 
 def context_name(context: Mapping[str, str]) -> str:

@@ -100,6 +100,11 @@ def context_fields(
     return out
 
 
+def field_text(key: str, value: str) -> str:
+    """A context field as people read it: `language=node`, `tag=ci` (not `tag.ci=true`)."""
+    return f"tag={key[4:]}" if key.startswith("tag.") else f"{key}={value}"
+
+
 def context_features(
     *,
     domain: str | None = None,
@@ -110,7 +115,7 @@ def context_features(
     """The episode's context patterns: `domain=web`, `language=go`, `tag=x`,
     `features.db=postgres`."""
     fields = context_fields(domain=domain, language=language, tags=tags, features=features)
-    return [f"tag={k[4:]}" if k.startswith("tag.") else f"{k}={v}" for k, v in fields.items()]
+    return [field_text(k, v) for k, v in fields.items()]
 
 
 def recoveries(steps: list[dict[str, Any]]) -> list[tuple[str, str]]:
