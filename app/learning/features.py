@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 
 from app.learning.encodings import MEMORY_STATUSES, MEMORY_TYPES, SENSITIVITY_LEVELS
+from app.learning.policy import Candidate
 
 # 2: observations, actions and next_observations are the vectors; the per-candidate
 # lists (candidate_ids, modes, inclusion_pscores) are arrays in slot order; the slots
@@ -83,6 +84,24 @@ def candidate_features(
         "reward_mean": round(mean, 6),
         "expected_utility": expected_utility(m.reward_count, m.reward_sum),
     }
+
+
+def as_candidate(memory_id: str, f: dict[str, float], *, n_scope_keys: int) -> Candidate:
+    """The policy's view of a candidate, from its logged features alone: a recall decides
+    on this, so an evaluator rebuilding the decision from the log gets the same input.
+    Specificity is the request's scope ids the memory holds (all of its ids match)."""
+    return Candidate(
+        memory_id=memory_id,
+        type=MEMORY_TYPES.names[int(f["type_index"])],
+        status=MEMORY_STATUSES.names[int(f["status_index"])],
+        sensitivity=SENSITIVITY_LEVELS.names[int(f["sensitivity_level"])],
+        criticality=f["criticality"],
+        confidence=f["confidence"],
+        retrieval_score=f["retrieval_score"],
+        expected_utility=f["expected_utility"],
+        token_cost=int(f["token_cost"]),
+        specificity=round(f["scope_match"] * n_scope_keys),
+    )
 
 
 _REQUEST = itemgetter(*REQUEST_FEATURES)

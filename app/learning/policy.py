@@ -1,7 +1,13 @@
-"""The recall policy baseline_v0: hard rules, a greedy budget fill, logged exploration.
+"""The recall policies' decision: hard rules, a greedy budget fill, logged exploration.
 
 Pure: candidates and settings in, a decision out, with the exact probability of what
-was chosen, so an offline evaluator can reweight logged decisions.
+was chosen, so an offline evaluator can reweight logged decisions. `plan` gives the whole
+distribution (the greedy selection and every exploration move), `decide` draws from it.
+
+baseline_v0 is this module with its rule order; a learned policy is the same module given
+each candidate's predicted reward gain (app/learning/bandit.py): the hard rules, the
+constraints first and the exploration are the same, only the order of the soft picks
+differs, and a soft pick with no predicted gain is left out.
 
 Hard rules (never randomised):
 - deleted, expired, superseded and contradicted memories are suppressed;
@@ -16,23 +22,26 @@ specificity, expected utility, retrieval score, confidence) are taken while they
 token budget and k. Specificity is how many of the request's scope ids the memory is
 scoped to: a skill learned for the task's language comes before the general one.
 
-Exploration ("epsilon swap"): with probability epsilon, one soft pick (not constraint
-mode) that has at least one feasible replacement is chosen uniformly, and replaced by
-one feasible unselected eligible candidate chosen uniformly. A replacement is feasible
-when the selection still fits the budget with it. So:
-- P(greedy selection) = 1 - epsilon (1 when nothing can be swapped);
-- P(selection with i swapped for j) = epsilon / |A| / |F(i)|, where A is the set of
-  swappable picks and F(i) the feasible replacements of i;
+Exploration ("epsilon move"): with probability epsilon, one soft pick (not constraint
+mode) is chosen uniformly, and either replaced by one feasible unselected eligible
+candidate or left out, uniformly among those options. A replacement is feasible when the
+selection still fits the budget with it. So:
+- P(greedy selection) = 1 - epsilon (1 when there is no soft pick);
+- P(i replaced by j) = P(i left out) = epsilon / |A| / (|F(i)| + 1), where A is the set of
+  soft picks and F(i) the feasible replacements of i;
 - inclusion probabilities follow from the same sums, and are logged per candidate.
+Leaving a pick out is what lets an evaluator judge a policy that selects fewer memories.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 POLICY_ID = "baseline_v0"
-POLICY_VERSION = 2  # 2: specificity ranks after criticality
+# 2: specificity ranks after criticality; 3: exploration may also leave a soft pick out.
+POLICY_VERSION = 3
 CRITICAL = 0.7
 SUPPRESSED_STATUSES = {
     "deleted": "deleted",
@@ -40,6 +49,11 @@ SUPPRESSED_STATUSES = {
     "superseded": "superseded by a newer version",
     "contradicted": "contradicted",
 }
+OVER_K = "over k"
+OVER_BUDGET = "over the token budget"
+NO_GAIN = "no predicted gain"
+UNREACHED = "never within the baseline's reach"
+EXPLORED_OUT = "left out to explore"
 MODES = ("constraint", "context", "background", "reverify_before_use")
 SENSITIVITY_LEVELS = ("low", "medium", "high", "restricted")
 
@@ -56,6 +70,46 @@ class Candidate:
     expected_utility: float
     token_cost: int
     specificity: int = 0  # scope ids (but level) the memory holds, all matching the request
+
+
+@dataclass(frozen=True)
+class Move:
+    """An exploration move: `out` left out, and `into` (None: nothing) taken instead."""
+
+    out: str
+    into: str | None
+    probability: float
+
+
+@dataclass
+class Plan:
+    """Every selection a policy can make for one request, with its probability."""
+
+    greedy: list[tuple[Candidate, str]]  # (candidate, mode) in priority order
+    rest: list[tuple[Candidate, str]]  # eligible, not in the greedy selection
+    moves: list[Move]
+    epsilon: float  # the probability of exploring (0 when there is no soft pick)
+    suppressed: dict[str, str]  # hard-rule suppressions: id -> reason
+    skipped: dict[str, str] = field(default_factory=dict)  # soft picks a learned policy left out
+
+    def selections(self) -> list[tuple[frozenset[str], float]]:
+        """(selection, probability) of the greedy selection and of every move."""
+        greedy = frozenset(c.memory_id for c, _ in self.greedy)
+        found = [(greedy, 1.0 - self.epsilon)]
+        for m in self.moves:
+            taken = greedy - {m.out}
+            found.append((taken | {m.into} if m.into else taken, m.probability))
+        return found
+
+    def inclusion(self) -> dict[str, float]:
+        probs = {c.memory_id: 1.0 for c, _ in self.greedy} | {
+            c.memory_id: 0.0 for c, _ in self.rest
+        }
+        for m in self.moves:
+            probs[m.out] -= m.probability
+            if m.into is not None:
+                probs[m.into] += m.probability
+        return {cid: max(0.0, min(1.0, p)) for cid, p in probs.items()}
 
 
 @dataclass
@@ -91,6 +145,82 @@ def _priority(c: Candidate, mode: str) -> tuple[float, ...]:
     )
 
 
+def plan(
+    candidates: list[Candidate],
+    *,
+    token_budget: int,
+    k: int,
+    max_sensitivity: str,
+    epsilon: float,
+    gains: Mapping[str, float] | None = None,
+) -> Plan:
+    """The policy's distribution: baseline_v0's, or with `gains` (memory id -> predicted
+    reward gain) a learned policy's, which ranks the soft picks by gain."""
+    suppressed: dict[str, str] = {}
+    eligible: list[tuple[Candidate, str]] = []
+    ceiling = SENSITIVITY_LEVELS.index(max_sensitivity)
+    for c in candidates:
+        if c.status in SUPPRESSED_STATUSES:
+            suppressed[c.memory_id] = SUPPRESSED_STATUSES[c.status]
+        elif SENSITIVITY_LEVELS.index(c.sensitivity) > ceiling:
+            suppressed[c.memory_id] = (
+                f"{c.sensitivity} sensitivity; the request allows up to {max_sensitivity}"
+            )
+        else:
+            eligible.append((c, rule_mode(c)))
+    if gains is None:
+        eligible.sort(key=lambda cm: _priority(*cm))
+    else:
+        # Constraints first in the rules' order (a hard rule), then the soft picks by gain.
+        eligible.sort(key=lambda cm: _priority(*cm) if cm[1] == "constraint" else (1.0,))
+        eligible.sort(key=lambda cm: 0.0 if cm[1] == "constraint" else -gains[cm[0].memory_id])
+
+    reach: set[str] | None = None
+    if gains is not None:
+        # A learned policy selects only what baseline_v0 selects or may explore for the
+        # same request, so that logs of either can judge it (app/learning/offpolicy.py).
+        base = plan(
+            candidates,
+            token_budget=token_budget,
+            k=k,
+            max_sensitivity=max_sensitivity,
+            epsilon=1.0,
+        )
+        reach = {c.memory_id for c, _ in base.greedy} | {m.into for m in base.moves if m.into}
+    chosen: list[tuple[Candidate, str]] = []
+    skipped: dict[str, str] = {}
+    used = 0
+    for c, mode in eligible:
+        if gains is not None and reach is not None and mode != "constraint":
+            if c.memory_id not in reach:
+                skipped[c.memory_id] = UNREACHED
+                continue
+            if gains[c.memory_id] <= 0.0:
+                skipped[c.memory_id] = NO_GAIN
+                continue
+        if len(chosen) < k and used + c.token_cost <= token_budget:
+            chosen.append((c, mode))
+            used += c.token_cost
+    chosen_ids = {c.memory_id for c, _ in chosen}
+    rest = [(c, m) for c, m in eligible if c.memory_id not in chosen_ids]
+
+    soft = [c for c, mode in chosen if mode != "constraint"]
+    eps = epsilon if soft else 0.0
+    moves: list[Move] = []
+    for c in sorted(soft, key=lambda c: c.memory_id):
+        room = token_budget - used + c.token_cost
+        feasible = [
+            j.memory_id
+            for j, jm in rest
+            if jm != "constraint"
+            and j.token_cost <= room
+            and (reach is None or j.memory_id in reach)
+        ]
+        p = eps / len(soft) / (len(feasible) + 1)
+        moves.extend(Move(c.memory_id, j, p) for j in [*feasible, None])
+    return Plan(chosen, rest, moves, eps, suppressed, skipped)
+
+
 def decide(
     candidates: list[Candidate],
     *,
@@ -99,65 +229,42 @@ def decide(
     max_sensitivity: str,
     epsilon: float,
     rng: random.Random,
+    gains: Mapping[str, float] | None = None,
 ) -> Decision:
-    decision = Decision()
-    eligible: list[tuple[Candidate, str]] = []
-    ceiling = SENSITIVITY_LEVELS.index(max_sensitivity)
-    for c in candidates:
-        if c.status in SUPPRESSED_STATUSES:
-            decision.suppressed[c.memory_id] = SUPPRESSED_STATUSES[c.status]
-        elif SENSITIVITY_LEVELS.index(c.sensitivity) > ceiling:
-            decision.suppressed[c.memory_id] = (
-                f"{c.sensitivity} sensitivity; the request allows up to {max_sensitivity}"
-            )
-        else:
-            eligible.append((c, rule_mode(c)))
-            decision.eligible.append(c.memory_id)
-    eligible.sort(key=lambda cm: _priority(*cm))
-
-    chosen: list[tuple[Candidate, str]] = []
-    used = 0
-    for c, mode in eligible:
-        if len(chosen) < k and used + c.token_cost <= token_budget:
-            chosen.append((c, mode))
-            used += c.token_cost
-    chosen_ids = {c.memory_id for c, _ in chosen}
-    rest = [(c, m) for c, m in eligible if c.memory_id not in chosen_ids]
-
-    # Feasible swaps: a soft pick i may give way to an unselected j that fits in its place.
-    swaps: dict[str, list[tuple[Candidate, str]]] = {}
-    for c, mode in chosen:
-        if mode == "constraint":
-            continue
-        room = token_budget - used + c.token_cost
-        feasible = [(j, jm) for j, jm in rest if jm != "constraint" and j.token_cost <= room]
-        if feasible:
-            swaps[c.memory_id] = feasible
-    probs = {c.memory_id: 1.0 for c, _ in chosen} | {c.memory_id: 0.0 for c, _ in rest}
-    eps = epsilon if swaps else 0.0
-    for out_id, feasible in swaps.items():
-        p_pair = eps / len(swaps) / len(feasible)
-        probs[out_id] -= eps / len(swaps)
-        for j, _ in feasible:
-            probs[j.memory_id] += p_pair
-
-    decision.propensity = 1.0 - eps
-    if eps and rng.random() < eps:
-        out_id = rng.choice(sorted(swaps))
-        j, jm = rng.choice(swaps[out_id])
-        decision.propensity = eps / len(swaps) / len(swaps[out_id])
+    p = plan(
+        candidates,
+        token_budget=token_budget,
+        k=k,
+        max_sensitivity=max_sensitivity,
+        epsilon=epsilon,
+        gains=gains,
+    )
+    decision = Decision(suppressed=dict(p.suppressed), inclusion=p.inclusion())
+    decision.eligible = [c.memory_id for c in candidates if c.memory_id not in p.suppressed]
+    chosen, rest = list(p.greedy), list(p.rest)
+    decision.propensity = 1.0 - p.epsilon
+    if p.epsilon and rng.random() < p.epsilon:
+        outs = sorted({m.out for m in p.moves})
+        out_id = rng.choice(outs)
+        move = rng.choice([m for m in p.moves if m.out == out_id])
+        decision.propensity = move.probability
         decision.explored = True
-        chosen = [(c, m) for c, m in chosen if c.memory_id != out_id] + [(j, jm)]
-        rest = [(c, m) for c, m in rest if c.memory_id != j.memory_id]
-        rest.append(next((c, m) for c, m in eligible if c.memory_id == out_id))
-
+        out = next(cm for cm in chosen if cm[0].memory_id == out_id)
+        chosen.remove(out)
+        if move.into is not None:
+            into = next(cm for cm in rest if cm[0].memory_id == move.into)
+            rest.remove(into)
+            chosen.append(into)
+        decision.suppressed[out_id] = EXPLORED_OUT
+    over_k = len(chosen) >= k
     for c, mode in chosen:
         decision.modes[c.memory_id] = mode
         decision.order.append(c.memory_id)
     for c, _ in rest:
-        over_k = len(chosen) >= k
-        decision.suppressed[c.memory_id] = "over k" if over_k else "over the token budget"
-    decision.inclusion = {cid: max(0.0, min(1.0, p)) for cid, p in probs.items()}
+        if c.memory_id in p.skipped:
+            decision.suppressed[c.memory_id] = p.skipped[c.memory_id]
+        else:
+            decision.suppressed[c.memory_id] = OVER_K if over_k else OVER_BUDGET
     for cid in decision.suppressed:
         decision.inclusion.setdefault(cid, 0.0)
     return decision

@@ -85,7 +85,8 @@ def test_exploration_never_touches_constraints_or_hard_rules() -> None:
         d = decide(cands, token_budget=30, k=3, max_sensitivity="high", epsilon=0.5, rng=rng)
         assert "rule" in d.order
         assert "gone" not in d.order
-        assert len(d.order) == 3
+        # A move replaces one soft pick or leaves it out.
+        assert len(d.order) == 3 or (d.explored and len(d.order) == 2)
 
 
 @pytest.mark.parametrize("epsilon", [0.1, 0.4])
@@ -121,9 +122,11 @@ def test_inclusion_frequencies_match_logged_probabilities(epsilon: float) -> Non
     for key, n in selections.items():
         assert abs(n / runs - logged[key]) < 0.015, (key, n / runs, logged[key])
     assert first.inclusion["rule"] == 1.0
-    # Greedy takes rule, a, b, c (100 tokens); a and c can each give way to d or f.
+    # Greedy takes rule, a, b, c (100 tokens); each soft pick is moved with epsilon / 3:
+    # a and c each give way to d, to f or to nothing, b (10 tokens of room) only to nothing.
+    third = epsilon / 3
     assert first.inclusion == pytest.approx(
-        {"rule": 1, "a": 1 - epsilon / 2, "b": 1, "c": 1 - epsilon / 2, "d": epsilon / 2,
-         "e": 0, "f": epsilon / 2}
+        {"rule": 1, "a": 1 - third, "b": 1 - third, "c": 1 - third, "d": 2 * third / 3,
+         "e": 0, "f": 2 * third / 3}
     )  # fmt: skip
-    assert len(selections) == 5
+    assert len(selections) == 8

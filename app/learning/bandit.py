@@ -1,0 +1,143 @@
+"""The learned recall policy's reward model (pure numpy): a per-candidate contextual bandit.
+
+A recall's reward is modelled as additive over what it selected:
+    reward ≈ intercept + Σ_{c selected} gain(c),    gain(c) = β · φ(c, request)
+where φ is the candidate's logged features (standardised, and their squares), its type and
+status as one-hot columns, and two features of the candidate within its request (its share
+of the token budget, its rank among the candidates). Fitted by ridge regression on the
+logged transitions, each weighted by its inverse propensity (clipped): decisions the
+behaviour policy rarely makes, which show what its usual ones do not, count more.
+
+The policy (app/learning/policy.py with `gains`) takes the constraints first, then the soft
+candidates by predicted gain while they fit, leaving out those with no predicted gain.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from app.learning.encodings import MEMORY_STATUSES, MEMORY_TYPES
+from app.learning.features import CANDIDATE_FEATURES, REQUEST_FEATURES, SCHEMA_VERSION
+
+KIND = "linear_bandit"
+BASIS_VERSION = 1
+NUMERIC = [f for f in CANDIDATE_FEATURES if f not in ("present", "type_index", "status_index")]
+_NUMERIC = [CANDIDATE_FEATURES.index(f) for f in NUMERIC]
+_TYPE = CANDIDATE_FEATURES.index("type_index")
+_STATUS = CANDIDATE_FEATURES.index("status_index")
+_COST = CANDIDATE_FEATURES.index("token_cost")
+_RANK = CANDIDATE_FEATURES.index("retrieval_rank")
+_BUDGET = REQUEST_FEATURES.index("token_budget")
+_N = REQUEST_FEATURES.index("n_candidates")
+BASIS = [
+    *NUMERIC,
+    *(f"{f}^2" for f in NUMERIC),
+    "token_cost/token_budget",
+    "retrieval_rank/n_candidates",
+    *(f"type={t}" for t in MEMORY_TYPES.names),
+    *(f"status={s}" for s in MEMORY_STATUSES.names),
+]
+Floats = NDArray[np.float64]
+
+
+def basis(rows: Floats, requests: Floats, mean: Floats, scale: Floats) -> Floats:
+    """φ of each candidate row (CANDIDATE_FEATURES) given its request's row (REQUEST_FEATURES)."""
+    z = np.clip((rows[:, _NUMERIC] - mean) / scale, -6.0, 6.0)
+    n = len(rows)
+    types = np.zeros((n, len(MEMORY_TYPES.names)))
+    types[np.arange(n), rows[:, _TYPE].astype(np.int64)] = 1.0
+    statuses = np.zeros((n, len(MEMORY_STATUSES.names)))
+    statuses[np.arange(n), rows[:, _STATUS].astype(np.int64)] = 1.0
+    share = rows[:, _COST] / np.maximum(requests[:, _BUDGET], 1.0)
+    rank = rows[:, _RANK] / np.maximum(requests[:, _N], 1.0)
+    return np.hstack([z, z * z, share[:, None], rank[:, None], types, statuses])
+
+
+@dataclass(frozen=True)
+class RewardModel:
+    intercept: float
+    weights: Floats  # over BASIS
+    mean: Floats  # of the NUMERIC features, for standardising
+    scale: Floats
+
+    def gains(self, rows: Floats, requests: Floats) -> Floats:
+        """Predicted reward gain of selecting each candidate."""
+        if len(rows) == 0:
+            return np.zeros(0)
+        return basis(rows, requests, self.mean, self.scale) @ self.weights
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": KIND,
+            "basis_version": BASIS_VERSION,
+            "feature_schema": SCHEMA_VERSION,
+            "basis": BASIS,
+            "intercept": self.intercept,
+            "weights": self.weights.tolist(),
+            "mean": self.mean.tolist(),
+            "scale": self.scale.tolist(),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RewardModel:
+        if data.get("basis_version") != BASIS_VERSION or data.get("basis") != BASIS:
+            raise ValueError("the model was fitted on another feature basis")
+        return cls(
+            intercept=float(data["intercept"]),
+            weights=np.asarray(data["weights"], dtype=np.float64),
+            mean=np.asarray(data["mean"], dtype=np.float64),
+            scale=np.asarray(data["scale"], dtype=np.float64),
+        )
+
+
+@dataclass
+class Logs:
+    """Logged decisions as arrays: the selected candidates' rows, whose decision each is,
+    and per decision its request row, reward and propensity."""
+
+    rows: Floats  # (m, len(CANDIDATE_FEATURES)), the selected candidates
+    owner: NDArray[np.int64]  # (m,), the decision of each row
+    requests: Floats  # (n, len(REQUEST_FEATURES))
+    rewards: Floats  # (n,)
+    propensities: Floats  # (n,)
+
+
+def fit(logs: Logs, *, l2: float, clip: float) -> tuple[RewardModel, dict[str, float]]:
+    """Weighted ridge regression of the reward on the sum of the selected candidates' φ."""
+    n = len(logs.rewards)
+    if len(logs.rows):
+        numeric = logs.rows[:, _NUMERIC]
+        mean = numeric.mean(axis=0)
+        scale = numeric.std(axis=0)
+    else:
+        mean = np.zeros(len(NUMERIC))
+        scale = np.ones(len(NUMERIC))
+    scale = np.where(scale > 1e-9, scale, 1.0)
+    phi = basis(logs.rows, logs.requests[logs.owner], mean, scale)
+    x = np.zeros((n, len(BASIS)))
+    np.add.at(x, logs.owner, phi)
+    w = np.minimum(1.0 / np.maximum(logs.propensities, 1e-12), clip)
+    a = np.hstack([np.ones((n, 1)), x])
+    penalty = np.full(a.shape[1], l2)
+    penalty[0] = 0.0  # the intercept is not shrunk
+    gram = (a * w[:, None]).T @ a + np.diag(penalty)
+    beta: Floats = np.linalg.solve(gram, (a * w[:, None]).T @ logs.rewards).astype(np.float64)
+    model = RewardModel(float(beta[0]), beta[1:], mean, scale)
+    predicted = a @ beta
+    residual = logs.rewards - predicted
+    total = float(np.sum(w * (logs.rewards - np.average(logs.rewards, weights=w)) ** 2))
+    metrics = {
+        "decisions": float(n),
+        "selected_rows": float(len(logs.rows)),
+        "mean_reward": float(logs.rewards.mean()) if n else 0.0,
+        "weighted_r2": 1.0 - float(np.sum(w * residual**2)) / total if total > 0 else 0.0,
+        "rmse": float(np.sqrt(np.mean(residual**2))) if n else 0.0,
+        "clipped_share": float(np.mean(1.0 / np.maximum(logs.propensities, 1e-12) > clip))
+        if n
+        else 0.0,
+    }
+    return model, metrics

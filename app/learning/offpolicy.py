@@ -1,0 +1,191 @@
+"""Off-policy evaluation of a recall policy on logged decisions (pure numpy).
+
+A recall selects a set of memories, so the logged policy's probability of the exact
+selection another policy would make is tiny or zero: per-selection importance weights
+would leave nothing to average. Rewards are taken as additive over the selected memories
+(the model of app/learning/bandit.py), and each decision is reweighted by the
+pseudo-inverse estimator for such rewards: with z(S) = [1, indicators of S],
+    Γ = E_logging[z zᵀ],   θ = E_target[z],   w = z(S_logged) · Γ⁺ θ,
+E_logging[w · reward] is the target's value whenever θ lies in the span of Γ (the logged
+policy's selections can express the target's). Where it does not, the decision lacks
+support: exploration was off, or the target selects what the logs never could.
+
+Both policies' distributions are exact (app/learning/policy.py's `plan`), rebuilt from the
+logged state; a decision whose rebuilt inclusion probabilities differ from those logged is
+not used. Estimates: IPS (mean of w·r), self-normalised IPS (Σ w·r / Σ w), and doubly
+robust (the reward model's prediction for the target, plus w times the logged residual),
+each with a bootstrap interval over decisions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from app.learning.policy import Plan
+
+MIN_SUPPORTED = 0.95  # of the decisions, for a verdict
+MIN_ESS = 10.0
+LEVEL = 0.95
+Floats = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class Term:
+    """One decision, for one target policy."""
+
+    supported: bool
+    weight: float  # w (0 when unsupported)
+    predicted: float  # the reward model's value of the target's selections
+
+
+def _verified(logging: Plan, selected: frozenset[str], inclusion: Mapping[str, float]) -> bool:
+    """The rebuilt distribution is the one the decision was drawn from."""
+    rebuilt = logging.inclusion()
+    if any(abs(rebuilt.get(i, 0.0) - p) > 1e-6 for i, p in inclusion.items()):
+        return False
+    return any(s == selected and p > 0 for s, p in logging.selections())
+
+
+def terms(
+    logging: Plan,
+    targets: Sequence[Plan],
+    *,
+    selected: frozenset[str],
+    inclusion: Mapping[str, float],
+    gains: Mapping[str, float],
+    intercept: float,
+) -> tuple[list[Term], float] | None:
+    """Each target's term for one logged decision, and the reward model's prediction for
+    the logged selection; None when the decision cannot be rebuilt."""
+    if not _verified(logging, selected, inclusion):
+        return None
+    logged = logging.selections()
+    ids = sorted(
+        set().union(*(s for s, _ in logged), *(s for t in targets for s, _ in t.selections()))
+    )
+    index = {mid: n + 1 for n, mid in enumerate(ids)}
+
+    def vector(selection: frozenset[str]) -> Floats:
+        z = np.zeros(len(ids) + 1)
+        z[0] = 1.0
+        z[[index[mid] for mid in selection]] = 1.0
+        return z
+
+    z = np.stack([vector(s) for s, _ in logged])
+    p = np.array([q for _, q in logged])
+    gamma = (z * p[:, None]).T @ z
+    inverse = np.linalg.pinv(gamma, rcond=1e-10, hermitian=True)
+    beta = np.array([intercept, *(gains.get(mid, 0.0) for mid in ids)])
+    z_logged = vector(selected)
+    found = []
+    for target in targets:
+        theta = np.zeros(len(ids) + 1)
+        for s, q in target.selections():
+            theta += q * vector(s)
+        v = inverse @ theta
+        supported = bool(np.allclose(gamma @ v, theta, atol=1e-7, rtol=0.0))
+        found.append(
+            Term(supported, float(z_logged @ v) if supported else 0.0, float(theta @ beta))
+        )
+    return found, float(z_logged @ beta)
+
+
+@dataclass(frozen=True)
+class Interval:
+    value: float
+    low: float
+    high: float
+
+    def to_json(self) -> dict[str, float]:
+        return {"value": self.value, "low": self.low, "high": self.high}
+
+
+def _bootstrap(
+    w: Floats, r: Floats, predicted: Floats, residual: Floats, *, rounds: int, seed: int
+) -> dict[str, Interval]:
+    def values(idx: NDArray[np.int64] | slice) -> tuple[float, float, float]:
+        ww, rr = w[idx], r[idx]
+        total = float(ww.sum())
+        snips = float((ww * rr).sum()) / total if abs(total) > 1e-12 else float("nan")
+        return float((ww * rr).mean()), snips, float((predicted[idx] + ww * residual[idx]).mean())
+
+    point = values(slice(None))
+    rng = np.random.default_rng(seed)
+    n = len(w)
+    draws = np.array([values(rng.integers(0, n, n)) for _ in range(rounds)])
+    tail = (1.0 - LEVEL) / 2 * 100
+    low = np.nanpercentile(draws, tail, axis=0)
+    high = np.nanpercentile(draws, 100 - tail, axis=0)
+    return {
+        name: Interval(point[i], float(low[i]), float(high[i]))
+        for i, name in enumerate(("ips", "snips", "dr"))
+    }
+
+
+def summarise(
+    policy: Sequence[Term],
+    baseline: Sequence[Term],
+    *,
+    rewards: Sequence[float],
+    logged_predictions: Sequence[float],
+    unusable: int,
+    rounds: int = 400,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """The evaluation: both policies' estimates on the decisions that support the policy,
+    and a verdict ("better", "not_better", or "refused" with the reason)."""
+    total = len(policy) + unusable
+    ok = np.array([t.supported for t in policy], dtype=bool) & np.array(
+        [t.supported for t in baseline], dtype=bool
+    )
+    supported = int(ok.sum())
+    share = supported / total if total else 0.0
+    r = np.asarray(rewards, dtype=np.float64)[ok]
+    residual = r - np.asarray(logged_predictions, dtype=np.float64)[ok]
+    found: dict[str, Any] = {
+        "n_decisions": total,
+        "n_supported": supported,
+        "supported_share": share,
+        "ess": 0.0,
+        "estimates": None,
+        "verdict": "refused",
+    }
+    if total == 0:
+        return found | {"reason": "no rewarded decisions of a known policy in the window"}
+    if share < MIN_SUPPORTED:
+        return found | {
+            "reason": (
+                f"the logs support {share:.0%} of the decisions (at least {MIN_SUPPORTED:.0%} "
+                "needed): exploration was off, or the policy selects what the logged "
+                "policies never could"
+            )
+        }
+    w = np.array([t.weight for t in policy])[ok]
+    ess = float(w.sum() ** 2 / (w * w).sum()) if (w * w).sum() > 0 else 0.0
+    found["ess"] = ess
+    estimates = {}
+    for name, chosen in (("policy", policy), ("baseline", baseline)):
+        weights = np.array([t.weight for t in chosen])[ok]
+        predicted = np.array([t.predicted for t in chosen])[ok]
+        parts = _bootstrap(weights, r, predicted, residual, rounds=rounds, seed=seed)
+        estimates[name] = {k: v.to_json() for k, v in parts.items()}
+    found["estimates"] = estimates
+    if ess < MIN_ESS:
+        return found | {
+            "reason": f"the effective sample size is {ess:.0f} (at least {MIN_ESS:.0f} needed)"
+        }
+    low = estimates["policy"]["dr"]["low"]
+    base = estimates["baseline"]["dr"]["value"]
+    better = low > base
+    return found | {
+        "verdict": "better" if better else "not_better",
+        "reason": (
+            f"the policy's doubly robust lower bound {low:.4f} is "
+            f"{'above' if better else 'not above'} the baseline's estimate {base:.4f}"
+        ),
+    }
