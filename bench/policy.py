@@ -1,0 +1,210 @@
+"""A learned recall policy against baseline_v0 in the simulated world of
+bench/policyworld.py, over several seeds, each against the real server (SQLite + LevelDB,
+its own worker).
+
+Per seed: baseline_v0 explores (epsilon 0.2) for --logged rewarded recalls; a policy is
+trained on them and evaluated off-policy on the held-out share; it is activated for every
+recall (canary share 1) and decides --online more. Then a shifted workload (the
+low-confidence notes are the right ones) is logged by baseline_v0 for --shifted recalls,
+and a policy trained the same way is evaluated on it. A second server that never explores
+logs --off recalls, and the policy trained on them is evaluated too.
+
+Printed as markdown: per seed, then the true mean reward per recall of both policies (mean
+and 95% interval over seeds) beside the evaluator's estimates (mean over seeds of the
+point and of the interval's ends), how often the estimate's interval holds the learned
+policy's true online value, and what the evaluator said of the shift and of the logs
+without exploration.
+
+    python -m bench.policy [--seeds 10] [--logged 3000] [--online 500] [--shifted 2000]
+        [--off 500] [--concurrency 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.server import EngramServer
+from tests.system.policy_drive import Proof, estimate, prove, without_exploration
+from tests.system.simulate import settle
+
+# Student's t, 97.5th percentile, by degrees of freedom (the normal's beyond 30).
+T975 = [12.71, 4.30, 3.18, 2.78, 2.57, 2.45, 2.36, 2.31, 2.26, 2.23, 2.20, 2.18, 2.16, 2.14]
+T975 += [2.13, 2.12, 2.11, 2.10, 2.09, 2.09, 2.08, 2.07, 2.07, 2.06, 2.06, 2.06, 2.05, 2.05]
+T975 += [2.05, 2.04]
+
+
+def interval(values: Sequence[float]) -> str:
+    """mean [low, high]: the 95% interval of the mean over seeds."""
+    mean = statistics.fmean(values)
+    if len(values) < 2:
+        return f"{mean:.3f}"
+    t = T975[len(values) - 2] if len(values) - 1 <= len(T975) else 1.96
+    half = t * statistics.stdev(values) / math.sqrt(len(values))
+    return f"{mean:.3f} [{mean - half:.3f}, {mean + half:.3f}]"
+
+
+def averaged(evaluations: Sequence[dict], who: str, how: str) -> str:  # type: ignore[type-arg]
+    """The estimate's point and interval ends, each averaged over seeds."""
+    parts = [estimate(e, who, how) for e in evaluations if e.get("estimates")]
+    if not parts:
+        return "none"
+    mean = {k: statistics.fmean(p[k] for p in parts) for k in ("value", "low", "high")}
+    return f"{mean['value']:.3f} [{mean['low']:.3f}, {mean['high']:.3f}]"
+
+
+def share(flags: Sequence[bool]) -> str:
+    return f"{sum(flags)}/{len(flags)}"
+
+
+def table(proofs: list[Proof], refusals: list[tuple[dict[str, Any], int]]) -> str:
+    evals = [p.evaluation for p in proofs]
+    rows = [
+        "| seed | baseline true | learned true | learned DR [95%] | verdict | shifted: DR policy / baseline | shifted verdict, activate |",
+        "|---:|---:|---:|---:|---|---:|---|",
+    ]
+    for p in proofs:
+        dr = estimate(p.evaluation, "policy") if p.evaluation.get("estimates") else None
+        shifted = p.shifted.get("estimates") and (
+            f"{estimate(p.shifted, 'policy')['value']:.3f} / "
+            f"{estimate(p.shifted, 'baseline')['value']:.3f}"
+        )
+        rows.append(
+            f"| {p.seed} | {p.baseline_true:.3f} | {p.learned_true:.3f} "
+            f"({p.learned_recalls}) | "
+            + (f"{dr['value']:.3f} [{dr['low']:.3f}, {dr['high']:.3f}]" if dr else "none")
+            + f" | {p.evaluation['verdict']} | {shifted or 'none'} | "
+            f"{p.shifted['verdict']}, {p.shifted_activated} |"
+        )
+    rows += [
+        "",
+        "| policy | true mean reward per recall (95% CI over seeds) | DR estimate | IPS estimate | SNIPS estimate |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for who, name, true in (
+        ("baseline", "baseline_v0 (epsilon 0.2)", [p.baseline_true for p in proofs]),
+        ("policy", "learned (linear bandit)", [p.learned_true for p in proofs]),
+    ):
+        rows.append(
+            f"| {name} | {interval(true)} | "
+            + " | ".join(averaged(evals, who, how) for how in ("dr", "ips", "snips"))
+            + " |"
+        )
+    gain = [p.learned_true - p.baseline_true for p in proofs]
+    rows += [
+        "",
+        f"- learned minus baseline, true reward per recall: {interval(gain)}",
+        "- the estimate's 95% interval holds the learned policy's true online value: "
+        + ", ".join(
+            f"{how.upper()} {share([p.covered('policy', how) for p in proofs])}"
+            for how in ("dr", "ips", "snips")
+        )
+        + f" (the baseline's: DR {share([p.covered('baseline') for p in proofs])})",
+        "- verdict on the held-out logs: "
+        + share([p.evaluation["verdict"] == "better" for p in proofs])
+        + " better; activation "
+        + share([p.activated == 200 for p in proofs])
+        + " accepted",
+        "- shifted workload: the policy's DR estimate below the baseline's in "
+        + share(
+            [
+                bool(p.shifted.get("estimates"))
+                and estimate(p.shifted, "policy")["value"]
+                < estimate(p.shifted, "baseline")["value"]
+                for p in proofs
+            ]
+        )
+        + f"; true value there: baseline {interval([p.shifted_baseline_true for p in proofs])}, "
+        + f"the learned choice {interval([p.shifted_learned_true for p in proofs])}; "
+        + "activation refused (409) in "
+        + share([p.shifted_activated == 409 for p in proofs]),
+        "- exploration off: verdict refused in "
+        + share([e["verdict"] == "refused" for e, _ in refusals])
+        + ", activation refused (409) in "
+        + share([status == 409 for _, status in refusals]),
+    ]
+    return "\n".join(rows)
+
+
+async def one_seed(seed: int, args: argparse.Namespace) -> tuple[Proof, tuple[dict[str, Any], int]]:
+    with tempfile.TemporaryDirectory(prefix="engram-bench-") as tmp:
+        server = EngramServer(
+            Path(tmp) / "on",
+            ENGRAM_LOG_REQUESTS="false",
+            ENGRAM_RECALL__SEED=str(seed),
+            ENGRAM_RECALL__EPSILON="0.2",
+        ).start()
+        try:
+            async with httpx.AsyncClient(base_url=server.url, timeout=120) as client:
+                proof = await prove(
+                    client,
+                    seed=seed,
+                    logged=args.logged,
+                    online=args.online,
+                    shifted=args.shifted,
+                    wait=lambda: settle(client, timeout=600),
+                    concurrency=args.concurrency,
+                )
+        finally:
+            server.stop()
+        server = EngramServer(
+            Path(tmp) / "off",
+            ENGRAM_LOG_REQUESTS="false",
+            ENGRAM_RECALL__SEED=str(seed),
+            ENGRAM_RECALL__EPSILON="0",
+        ).start()
+        try:
+            async with httpx.AsyncClient(base_url=server.url, timeout=120) as client:
+                refusal = await without_exploration(
+                    client, seed=seed, logged=args.off, wait=lambda: settle(client, timeout=600)
+                )
+        finally:
+            server.stop()
+    return proof, refusal
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--first-seed", type=int, default=1)
+    parser.add_argument("--logged", type=int, default=3000)
+    parser.add_argument("--online", type=int, default=500)
+    parser.add_argument("--shifted", type=int, default=2000)
+    parser.add_argument("--off", type=int, default=500)
+    parser.add_argument("--concurrency", type=int, default=4)
+    args = parser.parse_args()
+    proofs, refusals = [], []
+    started = time.perf_counter()
+    for seed in range(args.first_seed, args.first_seed + args.seeds):
+        t = time.perf_counter()
+        proof, refusal = await one_seed(seed, args)
+        proofs.append(proof)
+        refusals.append(refusal)
+        print(
+            f"seed {seed}: baseline {proof.baseline_true:.3f}, learned "
+            f"{proof.learned_true:.3f} ({proof.evaluation['verdict']}), shifted "
+            f"{proof.shifted['verdict']}, no exploration {refusal[0]['verdict']} "
+            f"({time.perf_counter() - t:.0f} s)",
+            file=sys.stderr,
+        )
+    print(f"`{' '.join(['python -m bench.policy', *sys.argv[1:]])}`")
+    print(f"({time.perf_counter() - started:.0f} s)\n")
+    print(table(proofs, refusals))
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+    asyncio.run(main())
