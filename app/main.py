@@ -27,7 +27,7 @@ from app.api.middleware import (
     SecurityHeaders,
 )
 from app.api.openapi import install_openapi
-from app.api.routes import admin, backup, episodes, health, learning, memories, recall, rl
+from app.api.routes import admin, backup, episodes, health, learning, memories, policies, recall, rl
 from app.api.routes import hooks as hook_routes
 from app.core.config import Settings, get_settings
 from app.core.metrics import Metrics
@@ -200,6 +200,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(episodes.router)
     app.include_router(hook_routes.router)
     app.include_router(rl.router)
+    app.include_router(policies.router)
     app.include_router(learning.router)
     app.include_router(admin.router)
     app.include_router(backup.router)

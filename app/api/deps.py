@@ -27,6 +27,7 @@ from app.services import audit
 from app.services.auth import Authenticator, Principal, Role
 from app.services.episodes import EpisodeService
 from app.services.idempotency import KeptAnswer, KeyLocks, checked_key, digest
+from app.services.policy_deciders import Deciders
 from app.services.recall_requests import RecallRequests
 from app.services.writer import EpisodeWriter
 from app.storage.blobs import BlobStore
@@ -54,6 +55,8 @@ class AppState:
     checkpointer: Maintenance | None = None
     # Requests under one Idempotency-Key, one at a time.
     key_locks: KeyLocks = field(default_factory=KeyLocks)
+    # Which policy decides each namespace's recalls (cached a second).
+    deciders: Deciders = field(default_factory=Deciders)
 
     @functools.cached_property
     def recalls(self) -> RecallRequests:
@@ -65,6 +68,7 @@ class AppState:
             settings=self.settings.recall,
             rng=self.recall_rng,
             key_locks=self.key_locks,
+            deciders=self.deciders,
         )
 
 

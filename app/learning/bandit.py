@@ -45,7 +45,8 @@ Floats = NDArray[np.float64]
 
 
 def basis(rows: Floats, requests: Floats, mean: Floats, scale: Floats) -> Floats:
-    """φ of each candidate row (CANDIDATE_FEATURES) given its request's row (REQUEST_FEATURES)."""
+    """φ of each candidate row (CANDIDATE_FEATURES) given its request's row (REQUEST_FEATURES,
+    of which it uses token_budget and n_candidates, known before the decision)."""
     z = np.clip((rows[:, _NUMERIC] - mean) / scale, -6.0, 6.0)
     n = len(rows)
     types = np.zeros((n, len(MEMORY_TYPES.names)))
@@ -69,6 +70,16 @@ class RewardModel:
         if len(rows) == 0:
             return np.zeros(0)
         return basis(rows, requests, self.mean, self.scale) @ self.weights
+
+    def gains_of(
+        self, features: dict[str, dict[str, float]], *, token_budget: int, k: int, n_scope_keys: int
+    ) -> dict[str, float]:
+        """Predicted gain by memory id, from each candidate's named features; the request
+        row as the state logs it (tokens_available, decided after, is not in the basis)."""
+        rows = np.array([[f[name] for name in CANDIDATE_FEATURES] for f in features.values()])
+        request = [float(token_budget), float(k), float(len(features)), 0.0, float(n_scope_keys)]
+        values = self.gains(rows, np.repeat(np.array([request]), len(rows), axis=0))
+        return dict(zip(features, values.tolist(), strict=True))
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 from app.learning.policy import Plan
 
 MIN_SUPPORTED = 0.95  # of the decisions, for a verdict
-MIN_ESS = 10.0
+MIN_ESS = 0.0
 LEVEL = 0.95
 Floats = NDArray[np.float64]
 
@@ -152,7 +152,7 @@ def summarise(
         "n_supported": supported,
         "supported_share": share,
         "ess": 0.0,
-        "estimates": None,
+        "estimates": {},
         "verdict": "refused",
     }
     if total == 0:

@@ -6,6 +6,7 @@ from app.models.episode_payload import EpisodePayload
 from app.models.idempotency import IdempotentRequest
 from app.models.learning import EpisodeLearning, Job, Pattern, Skill, SkillEvent
 from app.models.memory import Memory
+from app.models.policy import Policy
 from app.models.rl import Reward, Transition
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "Job",
     "Memory",
     "Pattern",
+    "Policy",
     "Reward",
     "Skill",
     "SkillEvent",

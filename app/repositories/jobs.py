@@ -95,6 +95,11 @@ class JobRepository:
         )
         return claimed
 
+    async def payloads(self, namespace: str, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The payloads of these jobs, read without a lock (what a job prepares from)."""
+        query = select(Job.id, Job.payload).where(Job.namespace == namespace, Job.id.in_(list(ids)))
+        return {row.id: row.payload for row in await self.session.execute(query)}
+
     async def owned(self, namespace: str, ids: Sequence[str], *, worker: str) -> list[Job]:
         """The jobs among `ids` that `worker` still holds (running, claimed by it last),
         locked until the transaction ends (PostgreSQL: a claim skips them meanwhile, and a

@@ -150,8 +150,10 @@ REWARD_PAGE: JsonDict = {"items": [REWARD_READ], "next_cursor": None}
 
 POLICY_READ: JsonDict = {
     "id": "baseline_v0",
-    "version": 1,
-    "description": "Greedy by score under the budget, with epsilon swaps",
+    "version": 3,
+    "kind": "rules",
+    "status": "active",
+    "description": "Greedy by priority under the budget, with epsilon moves",
     "action_space": {"modes": ["constraint", "context"]},
     "settings": {"epsilon": 0.1},
 }

@@ -245,18 +245,6 @@ class RewardPage(BaseModel):
     next_cursor: str | None = Field(description=NEXT_CURSOR)
 
 
-class PolicyRead(BaseModel):
-    """A recall policy."""
-
-    model_config = ConfigDict(json_schema_extra={"examples": [examples.POLICY_READ]})
-
-    id: str = Field(description="Policy id")
-    version: int = Field(description="Policy version")
-    description: str = Field(description="How it chooses, for people to read")
-    action_space: dict[str, Any] = Field(description="What it can decide per candidate")
-    settings: dict[str, Any] = Field(description="Its configured parameters")
-
-
 class TransitionRead(BaseModel):
     """One logged recall decision (an RL transition)."""
 

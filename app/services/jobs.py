@@ -19,7 +19,10 @@ EVOLVE = "skills.evolve"
 LEARN = "episode.learn"
 CREDIT = "reward.credit"
 PASS = "reflect.pass"
-KINDS = (LEARN, CREDIT, EVOLVE, PASS)
+POLICY_TRAIN = "policy.train"
+POLICY_EVALUATE = "policy.evaluate"
+POLICY_CHECK = "policy.check"
+KINDS = (LEARN, CREDIT, EVOLVE, PASS, POLICY_TRAIN, POLICY_EVALUATE, POLICY_CHECK)
 
 
 def job_row(

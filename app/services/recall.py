@@ -13,21 +13,22 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.core.config import Recall as RecallSettings
 from app.core.errors import Conflict
 from app.learning.features import (
+    as_candidate,
     candidate_features,
     dataset_parts,
-    expected_utility,
     scope_compatible,
 )
-from app.learning.policy import POLICY_ID, POLICY_VERSION, Candidate, decide
+from app.learning.policy import decide
 from app.learning.ranking import query_terms
 from app.repositories.memories import MemoryRecord, MemoryRepository, MemoryUsageRepository
 from app.repositories.transitions import TransitionRepository
 from app.schemas.filters import MemoryFilters
 from app.schemas.memory import lower_sensitivity
-from app.schemas.recall import RecallRequest, RecallResponse
+from app.schemas.recall import PolicyRef, RecallRequest, RecallResponse
 from app.search import Search
 from app.services.ids import uuid7
 from app.services.memory_rows import derived_status
+from app.services.policy_deciders import Deciders
 from app.services.recall_answer import Shown, answer
 from app.services.writer import EpisodeWriter
 
@@ -50,6 +51,7 @@ class RecallService:
         search: Search,
         settings: RecallSettings,
         rng: random.Random,
+        deciders: Deciders,
     ) -> None:
         # Candidates are read in the request's (read) session; the decision is written
         # through the writer's group commit, so a recall never holds the write lock. The
@@ -63,6 +65,7 @@ class RecallService:
         self.writer = writer
         self.settings = settings
         self.rng = rng
+        self.deciders = deciders
 
     async def _candidates(
         self, namespace: str, req: RecallRequest, scope: dict[str, str], now: datetime
@@ -113,21 +116,23 @@ class RecallService:
         found = await self._candidates(namespace, req, scope, now)
         by_id = {m.id: (m, score, rank) for m, score, rank in found}
         statuses = {m.id: derived_status(m, now=now) for m, _, _ in found}
-        candidates = [
-            Candidate(
-                memory_id=m.id,
-                type=m.type,
-                status=statuses[m.id],
-                sensitivity=m.sensitivity,
-                criticality=m.criticality,
-                confidence=m.confidence,
-                retrieval_score=score,
-                expected_utility=expected_utility(m.reward_count, m.reward_sum),
-                token_cost=m.token_estimate,
-                specificity=len([k for k in m.scope if k != "level"]),
+        n_scope_keys = len([k for k in scope if k != "level"])
+        features = {
+            m.id: candidate_features(
+                m, status=statuses[m.id], score=score, rank=rank, request_scope=scope, now=now
             )
-            for m, score, _ in found
+            for m, score, rank in found
+        }
+        # The policy decides on the logged features alone, so an evaluator can rebuild it.
+        candidates = [
+            as_candidate(mid, f, n_scope_keys=n_scope_keys) for mid, f in features.items()
         ]
+        decider = (await self.deciders.get(self.session, namespace)).draw(self.rng)
+        gains = None
+        if decider.model is not None and features:
+            gains = decider.model.gains_of(
+                features, token_budget=req.token_budget, k=req.k, n_scope_keys=n_scope_keys
+            )
         decision = decide(
             candidates,
             token_budget=req.token_budget,
@@ -135,6 +140,7 @@ class RecallService:
             max_sensitivity=lower_sensitivity(req.max_sensitivity.value, ceiling),
             epsilon=self.settings.epsilon,
             rng=self.rng,
+            gains=gains,
         )
         recall_id = recall_id or uuid7()
         state: dict[str, Any] = {
@@ -143,23 +149,10 @@ class RecallService:
                 "k": req.k,
                 "n_candidates": len(candidates),
                 "tokens_available": sum(by_id[cid][0].token_estimate for cid in decision.eligible),
-                "n_scope_keys": len([k for k in scope if k != "level"]),
+                "n_scope_keys": n_scope_keys,
                 "task_type": req.task_type,
             },
-            "candidates": [
-                {
-                    "memory_id": m.id,
-                    "features": candidate_features(
-                        m,
-                        status=statuses[m.id],
-                        score=score,
-                        rank=rank,
-                        request_scope=scope,
-                        now=now,
-                    ),
-                }
-                for m, score, rank in found
-            ],
+            "candidates": [{"memory_id": mid, "features": f} for mid, f in features.items()],
         }
         if request_digest is not None:
             state["idempotency"] = {"request_digest": request_digest}
@@ -171,6 +164,7 @@ class RecallService:
             "suppressed": decision.suppressed,
             "inclusion": decision.inclusion,
             "explored": decision.explored,
+            "epsilon": self.settings.epsilon,
         }
         transition = {
             "namespace": namespace,
@@ -178,8 +172,8 @@ class RecallService:
             "task_id": req.task_id,
             "agent_id": req.agent_id,
             "task_type": req.task_type,
-            "policy_id": POLICY_ID,
-            "policy_version": POLICY_VERSION,
+            "policy_id": decider.id,
+            "policy_version": decider.version,
             "state": state,
             "action": action,
             **dataset_parts(state, action),
@@ -198,6 +192,7 @@ class RecallService:
             token_budget=req.token_budget,
             action=action,
             propensity=decision.propensity,
+            policy=PolicyRef(id=decider.id, version=decider.version),
             memories={
                 cid: Shown(m.type, m.content, m.scope, m.token_estimate, m.metadata_, score)
                 for cid, (m, score, _) in memories.items()
@@ -234,6 +229,7 @@ class RecallService:
             token_budget=row.state["request"]["token_budget"],
             action=row.action,
             propensity=row.propensity,
+            policy=PolicyRef(id=row.policy_id, version=row.policy_version),
             memories=shown,
         )
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from app.learning.policy import POLICY_ID, POLICY_VERSION
 from app.schemas.recall import PolicyRef, RecalledMemory, RecallResponse, SuppressedMemory
 
 _REASONS = {
@@ -34,6 +33,7 @@ def answer(
     token_budget: int,
     action: dict[str, Any],
     propensity: float,
+    policy: PolicyRef,
     memories: dict[str, Shown],
 ) -> RecallResponse:
     """A recall's answer from its logged action and the memories it chose."""
@@ -66,7 +66,7 @@ def answer(
     ]
     return RecallResponse(
         recall_id=recall_id,
-        policy=PolicyRef(id=POLICY_ID, version=POLICY_VERSION),
+        policy=policy,
         token_budget=token_budget,
         tokens_used=sum(memories[cid].token_estimate for cid in order),
         selected=selected,

@@ -12,6 +12,7 @@ from app.db.engine import Transactions
 from app.schemas.recall import RecallRequest, RecallResponse
 from app.search import Search
 from app.services.idempotency import KeyLocks, checked_key, digest, keyed_id
+from app.services.policy_deciders import Deciders
 from app.services.recall import RecallService
 from app.services.writer import EpisodeWriter
 
@@ -30,6 +31,7 @@ class RecallRequests:
         settings: RecallSettings,
         rng: random.Random,
         key_locks: KeyLocks,
+        deciders: Deciders,
     ) -> None:
         self.transactions = transactions
         self.writer = writer
@@ -37,10 +39,16 @@ class RecallRequests:
         self.settings = settings
         self.rng = rng
         self.key_locks = key_locks
+        self.deciders = deciders
 
     def _service(self, session: AsyncSession) -> RecallService:
         return RecallService(
-            session, writer=self.writer, search=self.search, settings=self.settings, rng=self.rng
+            session,
+            writer=self.writer,
+            search=self.search,
+            settings=self.settings,
+            rng=self.rng,
+            deciders=self.deciders,
         )
 
     async def recall(

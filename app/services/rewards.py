@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.config import Learning
 from app.core.errors import Conflict, NotFound
+from app.learning.policy import POLICY_ID
 from app.learning.rewards import RECALL_SPEC_VERSION, recall_reward
 from app.models import Reward, Transition
 from app.repositories.memories import MemoryUsageRepository
@@ -21,6 +22,7 @@ from app.schemas.recall import EpisodeScore, RewardCreate, RewardPage, RewardRea
 from app.services import pagination
 from app.services.episode_rewards import score, score_episodes, target_episodes
 from app.services.ids import uuid7
+from app.services.jobs import POLICY_CHECK, enqueue
 
 
 class _LostRace(Exception):
@@ -178,6 +180,16 @@ class RewardService:
         await self.usage.lock(namespace, (m for t in pending for m in t.action["selected"]))
         for transition in pending:
             await self.usage.credit(namespace, transition.action["selected"], scalar)
+        if self.learning is not None and any(t.policy_id != POLICY_ID for t in pending):
+            # A learned policy decided: its canary's rewards may now warrant a verdict.
+            await enqueue(
+                self.session,
+                namespace,
+                POLICY_CHECK,
+                key="canary",
+                payload={},
+                settings=self.learning,
+            )
         reward = Reward(**row)
         return _read(reward, ids), True
 

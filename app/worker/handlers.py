@@ -3,27 +3,18 @@ runs in the transaction that marks them done."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.config import Learning
+from app.db.engine import Transactions
 from app.models import Job
-from app.services.jobs import EVOLVE, enqueue
-from app.services.learning import References
+from app.services.jobs import EVOLVE, POLICY_CHECK, POLICY_EVALUATE, POLICY_TRAIN, enqueue
 from app.services.reflect import run_pass
-
-
-@dataclass(frozen=True, slots=True)
-class JobContext:
-    """What a handler gets besides its session and jobs: the settings, and what the worker
-    keeps between jobs."""
-
-    settings: Learning
-    references: References = field(default_factory=References)
-
+from app.worker import policy_jobs
+from app.worker.context import JobContext
 
 Handler = Callable[[AsyncSession, str, Sequence[Job], JobContext], Awaitable[dict[str, Any]]]
 
@@ -102,4 +93,14 @@ HANDLERS: dict[str, Handler] = {
     "reward.credit": credit_rewards,
     "skills.evolve": evolve_skills,
     "reflect.pass": reflect_pass,
+    POLICY_TRAIN: policy_jobs.store_training,
+    POLICY_EVALUATE: policy_jobs.store_evaluation,
+    POLICY_CHECK: policy_jobs.check_canary,
+}
+Preparer = Callable[[Transactions, str, Mapping[str, dict[str, Any]]], Awaitable[dict[str, Any]]]
+# Jobs whose reading and computing take long are prepared before their transaction
+# (given their payloads, returning each job's result by id), which then only stores it.
+PREPARE: dict[str, Preparer] = {
+    POLICY_TRAIN: policy_jobs.prepare_training,
+    POLICY_EVALUATE: policy_jobs.prepare_evaluation,
 }

@@ -18,6 +18,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -28,7 +29,8 @@ from app.db.engine import Transactions
 from app.models import Job
 from app.repositories.episode_learning import EpisodeLearningRepository
 from app.repositories.jobs import Claimed, JobRepository, Key
-from app.worker.handlers import HANDLERS, JobContext
+from app.worker.context import JobContext
+from app.worker.handlers import HANDLERS, PREPARE
 from app.worker.lease import gone, heartbeat, new_worker_id, stopped
 
 log = logging.getLogger("engram.worker")
@@ -155,6 +157,16 @@ class Worker:
                     await self._failed(namespace, job_id, one)
 
     async def _run(self, namespace: str, kind: str, ids: list[str]) -> None:
+        context = self.context
+        prepare = PREPARE.get(kind)
+        if prepare is not None:
+            # Long reads and computing, outside the job's transaction (on SQLite, writes
+            # wait while a write transaction is open); the lease stays renewed meanwhile.
+            async with self.reader() as session:
+                payloads = await JobRepository(session).payloads(namespace, ids)
+            context = replace(
+                context, prepared=await prepare(self.transactions, namespace, payloads)
+            )
         async with self.session() as session:
             repo = JobRepository(session)
             jobs = await repo.owned(namespace, ids, worker=self.id)
@@ -167,7 +179,7 @@ class Worker:
             handler = HANDLERS.get(kind)
             if handler is None:
                 raise ValueError(f"no handler for job kind {kind!r}")
-            result = await handler(session, namespace, jobs, self.context)
+            result = await handler(session, namespace, jobs, context)
             await repo.finish(jobs, now=datetime.now(UTC), result=result)
 
     async def _failed(self, namespace: str, job_id: str, exc: Exception) -> None:

@@ -21,7 +21,8 @@ from app.db.migrate import migrate
 from app.models import Job
 from app.repositories.jobs import JobRepository
 from app.services.jobs import job_row
-from app.worker.handlers import HANDLERS, JobContext
+from app.worker.context import JobContext
+from app.worker.handlers import HANDLERS
 from app.worker.lease import HOST
 from app.worker.runner import Worker
 from tests.conftest import ON_POSTGRES

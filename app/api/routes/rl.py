@@ -1,4 +1,4 @@
-"""The RL transition log and the dataset for data scientists; the policies."""
+"""The RL transition log and the dataset for data scientists."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
 
 from app.api.deps import ReaderDep, SessionDep, SettingsDep, StateDep, check_window, page_size
-from app.api.params import Cursor, Limit, PolicyId, Since, TaskType, Until, path_id
+from app.api.params import Cursor, Limit, PolicyId, Since, TaskType, Until
 from app.core.errors import error_responses
 from app.learning.features import SCHEMA_VERSION
 from app.schemas.filters import DatasetFilters
-from app.schemas.recall import PolicyRead, TransitionPage
+from app.schemas.recall import TransitionPage
 from app.schemas.service import DatasetMetadata, dataset_answer
-from app.services import dataset, pagination, policies
+from app.services import dataset, pagination
 from app.services.transitions import TransitionService
 
 router = APIRouter(prefix="/v1", tags=["rl"])
@@ -136,19 +136,3 @@ async def download_dataset(
 async def dataset_metadata(principal: ReaderDep, settings: SettingsDep) -> dict[str, Any]:
     """Schema version, feature names, vector layouts, action catalogue, reward spec."""
     return dataset.metadata(settings.recall)
-
-
-@router.get("/policies", response_model=list[PolicyRead], responses=error_responses(401))
-async def list_policies(principal: ReaderDep, settings: SettingsDep) -> list[PolicyRead]:
-    """The recall policies, with their action space and settings."""
-    return policies.describe(settings.recall)
-
-
-@router.get("/policies/{policy_id}", response_model=PolicyRead, responses=error_responses(401, 404))
-async def get_policy(
-    policy_id: Annotated[str, path_id("policy", "baseline_v0")],
-    principal: ReaderDep,
-    settings: SettingsDep,
-) -> PolicyRead:
-    """One policy."""
-    return policies.get(settings.recall, policy_id)

@@ -1,0 +1,107 @@
+"""The policy jobs: training and evaluating a learned recall policy (the reading and the
+computing prepared before the job's transaction, which only stores the result), and the
+canary's check after its recalls are rewarded."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db.engine import Transactions
+from app.learning.bandit import RewardModel
+from app.models import Job
+from app.repositories.policies import PolicyRepository
+from app.services import policy_lifecycle, policy_training
+from app.worker.context import JobContext
+
+
+def _when(text: str | None) -> datetime | None:
+    return datetime.fromisoformat(text) if text else None
+
+
+async def _models(transactions: Transactions, namespace: str) -> dict[str, RewardModel]:
+    """The namespace's learned policies' models: the evaluator rebuilds their decisions."""
+    async with transactions.read() as session:
+        rows = await PolicyRepository(session).in_namespace(namespace)
+    return {r.id: RewardModel.from_json(r.model) for r in rows if r.model is not None}
+
+
+async def prepare_training(
+    transactions: Transactions, namespace: str, payloads: Mapping[str, dict[str, Any]]
+) -> dict[str, Any]:
+    models = await _models(transactions, namespace)
+    found: dict[str, Any] = {}
+    for job_id, p in payloads.items():
+        try:
+            found[job_id] = await policy_training.train(
+                transactions,
+                namespace,
+                since=_when(p["since"]),
+                until=_when(p["until"]),
+                holdout=p["holdout"],
+                l2=p["l2"],
+                clip=p["clip"],
+                epsilon=p["epsilon"],
+                logging_models=models,
+            )
+        except policy_training.NotEnoughData as exc:
+            found[job_id] = {"error": str(exc)}
+    return found
+
+
+async def prepare_evaluation(
+    transactions: Transactions, namespace: str, payloads: Mapping[str, dict[str, Any]]
+) -> dict[str, Any]:
+    models = await _models(transactions, namespace)
+    found: dict[str, Any] = {}
+    for job_id, p in payloads.items():
+        model = models.get(p["policy_id"])
+        if model is None:
+            found[job_id] = {"error": "the policy has no model"}
+            continue
+        try:
+            found[job_id] = await policy_training.evaluate(
+                transactions,
+                namespace,
+                since=_when(p["since"]),
+                until=_when(p["until"]),
+                model=model,
+                epsilon=p["epsilon"],
+                logging_models=models,
+            )
+        except policy_training.NotEnoughData as exc:
+            found[job_id] = {"error": str(exc)}
+    return found
+
+
+async def store_training(
+    session: AsyncSession, namespace: str, jobs: Sequence[Job], context: JobContext
+) -> dict[str, Any]:
+    results = [
+        await policy_lifecycle.store_training(
+            session, namespace, j.payload["policy_id"], context.prepared[j.id]
+        )
+        for j in jobs
+    ]
+    return {"policies": results}
+
+
+async def store_evaluation(
+    session: AsyncSession, namespace: str, jobs: Sequence[Job], context: JobContext
+) -> dict[str, Any]:
+    results = [
+        await policy_lifecycle.store_evaluation(
+            session, namespace, j.payload["policy_id"], context.prepared[j.id]
+        )
+        for j in jobs
+    ]
+    return {"policies": results}
+
+
+async def check_canary(
+    session: AsyncSession, namespace: str, jobs: Sequence[Job], context: JobContext
+) -> dict[str, Any]:
+    return await policy_lifecycle.check_canary(session, namespace, settings=context.settings)

@@ -1,0 +1,189 @@
+"""Learned recall policies through the API: trained from rewarded recalls, judged
+off-policy, activated only on a `better` verdict (or forced, audited), rolled back when
+the canary's rewards fall below the baseline's interval; bad requests are 4xx."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from app.core.config import Settings
+from app.services.policy_deciders import TTL_S
+from app.worker.runner import Worker
+
+WORDS = "deploy service cluster rollout config".split()
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    settings.learning.worker = False  # the tests run the jobs themselves
+    settings.learning.canary_min_rewards = 20
+    settings.learning.canary_promote_after = 10_000
+    settings.recall.epsilon = 0.3
+    settings.recall.seed = 3
+    return settings
+
+
+async def drain(app: FastAPI) -> None:
+    state = app.state.engram
+    await Worker(state.transactions, state.settings.learning).drain()
+
+
+async def world(client: httpx.AsyncClient) -> dict[str, float]:
+    """Twelve memories a deploy task finds: the confident ones help, the doubtful ones
+    (which baseline_v0 ranks first: more critical) hurt."""
+    effects = {}
+    for i in range(12):
+        helpful = i % 2 == 0
+        body = {
+            "type": "fact",
+            "content": f"{' '.join(WORDS)} note {i} " + "detail " * (10 + 3 * i),
+            "criticality": 0.3 if helpful else 0.6,
+            "confidence": 0.9 if helpful else 0.2,
+        }
+        r = await client.post("/v1/memories", json=body)
+        assert r.status_code == 201, r.text
+        effects[r.json()["id"]] = 0.3 if helpful else -0.3
+    return effects
+
+
+async def run(
+    client: httpx.AsyncClient,
+    effects: dict[str, float],
+    n: int,
+    rng: random.Random,
+    shift: float = 1.0,
+) -> list[tuple[str, float]]:
+    """n recalls, each rewarded 0.5 + the selected memories' effects + noise; (policy, reward)."""
+    found = []
+    for _ in range(n):
+        r = await client.post(
+            "/v1/recall", json={"task": "deploy the service", "token_budget": 150, "k": 4}
+        )
+        assert r.status_code == 200, r.text
+        answer = r.json()
+        value = 0.5 + sum(shift * effects[m["memory_id"]] for m in answer["selected"])
+        value += rng.gauss(0, 0.05)
+        reward = await client.post(
+            "/v1/rewards", json={"recall_id": answer["recall_id"], "value": value}
+        )
+        assert reward.status_code == 201, reward.text
+        found.append((answer["policy"]["id"], value))
+    return found
+
+
+async def trained(app: FastAPI, client: httpx.AsyncClient, **body: Any) -> dict[str, Any]:
+    r = await client.post("/v1/policies/train", json=body)
+    assert r.status_code == 202, r.text
+    assert r.json()["status"] == "training"
+    await drain(app)
+    got = (await client.get(f"/v1/policies/{r.json()['id']}")).json()
+    return dict(got)
+
+
+async def test_a_policy_learned_from_logs_is_judged_better_and_decides_as_a_canary(
+    app: FastAPI, client: httpx.AsyncClient
+) -> None:
+    effects = await world(client)
+    rng = random.Random(5)
+    logged = await run(client, effects, 400, rng)
+    assert {p for p, _ in logged} == {"baseline_v0"}
+    policy = await trained(app, client)
+    assert policy["status"] == "candidate", policy
+    assert policy["parent_id"] == "baseline_v0"
+    assert policy["training"]["n_train"] == 280
+    assert policy["training"]["n_holdout"] == 120
+    evaluation = (await client.get(f"/v1/policies/{policy['id']}/evaluation")).json()
+    assert evaluation["verdict"] == "better", (evaluation["reason"], evaluation["estimates"])
+    assert evaluation["supported_share"] >= 0.95
+    est = evaluation["estimates"]
+    assert est["policy"]["dr"]["low"] > est["baseline"]["dr"]["value"]
+    for name in ("ips", "snips", "dr"):
+        assert (
+            est["policy"][name]["low"]
+            <= est["policy"][name]["value"]
+            <= est["policy"][name]["high"]
+        )
+
+    r = await client.post(f"/v1/policies/{policy['id']}/activate", json={"canary_share": 1.0})
+    assert r.status_code == 200, r.text
+    assert r.json()["status"] == "canary"
+    online = await run(client, effects, 60, rng)
+    assert {p for p, _ in online} == {policy["id"]}
+    baseline_mean = sum(v for _, v in logged) / len(logged)
+    learned_mean = sum(v for _, v in online) / len(online)
+    assert learned_mean > baseline_mean + 0.2
+    # The evaluator's estimate was right about it.
+    assert est["policy"]["dr"]["low"] - 0.1 <= learned_mean <= est["policy"]["dr"]["high"] + 0.1
+    listed = (await client.get("/v1/policies")).json()
+    assert [p["id"] for p in listed] == ["baseline_v0", policy["id"]]
+    params = {"policy_id": policy["id"], "limit": 100}
+    transitions = (await client.get("/v1/rl/transitions", params=params)).json()["items"]
+    assert len(transitions) == 60  # each logged with the policy that decided it
+    assert all(t["action"]["epsilon"] == 0.3 for t in transitions)
+
+    r = await client.post(f"/v1/policies/{policy['id']}/retire")
+    assert r.status_code == 200
+    assert r.json()["status"] == "retired"
+    assert {p for p, _ in await run(client, effects, 5, rng)} == {"baseline_v0"}
+
+    # Back as a canary for half the recalls, when the workload has shifted (the doubtful
+    # notes are now the right ones): its rewards fall below the interval of the recalls
+    # baseline_v0 decided meanwhile, and it is rolled back by itself.
+    r = await client.post(f"/v1/policies/{policy['id']}/activate", json={"canary_share": 0.5})
+    assert r.status_code == 200, r.text
+    shifted = await run(client, effects, 80, rng, shift=-1.0)
+    assert {p for p, _ in shifted} == {"baseline_v0", policy["id"]}
+    await drain(app)
+    after = (await client.get(f"/v1/policies/{policy['id']}")).json()
+    assert after["status"] == "retired", after
+    assert after["status_reason"].startswith("rolled back"), after["status_reason"]
+    await asyncio.sleep(TTL_S)  # the worker rolled it back: the API sees it within TTL_S
+    assert {p for p, _ in await run(client, effects, 5, rng)} == {"baseline_v0"}
+
+
+async def test_without_exploration_the_evaluator_refuses_and_activation_is_409(
+    app: FastAPI, client: httpx.AsyncClient, settings: Settings
+) -> None:
+    settings.recall.epsilon = 0.0
+    effects = await world(client)
+    await run(client, effects, 100, random.Random(1))
+    settings.recall.epsilon = 0.3  # the policy would explore when it runs
+    policy = await trained(app, client)
+    assert policy["evaluation"]["verdict"] == "refused", policy["evaluation"]
+    assert "support" in policy["evaluation"]["reason"]
+    r = await client.post(f"/v1/policies/{policy['id']}/activate", json={})
+    assert r.status_code == 409
+    assert "refused" in r.json()["detail"]
+    r = await client.post(f"/v1/policies/{policy['id']}/activate", json={"force": True})
+    assert r.status_code == 422
+    assert r.json()["field"] == "reason"
+    r = await client.post(
+        f"/v1/policies/{policy['id']}/activate", json={"force": True, "reason": "manual trial"}
+    )
+    assert r.status_code == 200
+    assert r.json()["status_reason"] == "forced: manual trial"
+    audit = (await client.get("/v1/audit", params={"limit": 50})).json()["items"]
+    assert any(e["action"] == "policy.activate" and e["detail"]["forced"] for e in audit)
+
+
+async def test_bad_requests_are_clear(app: FastAPI, client: httpx.AsyncClient) -> None:
+    r = await client.post("/v1/policies/train", json={"holdout": 1.5})
+    assert r.status_code == 422
+    r = await client.post(
+        "/v1/policies/train",
+        json={"since": "2026-12-02T00:00:00Z", "until": "2026-12-01T00:00:00Z"},
+    )
+    assert r.status_code == 422
+    assert (await client.get("/v1/policies/nope")).status_code == 404
+    assert (await client.post("/v1/policies/nope/activate", json={})).status_code == 404
+    assert (await client.post("/v1/policies/baseline_v0/retire")).status_code == 409
+    # Too little to learn from: the training fails, saying why.
+    policy = await trained(app, client)
+    assert policy["status"] == "failed"
+    assert "rewarded recalls" in policy["error"]
