@@ -74,7 +74,7 @@ def to_minari(
                 low=-np.inf, high=np.inf, shape=(dim,), dtype=np.float32
             ),
             action_space=gym.spaces.MultiBinary(slots),
-            algorithm_name="engram baseline_v0 (epsilon-swap exploration)",
+            algorithm_name="engram baseline_v0 (epsilon-move exploration)",
             code_permalink=code_permalink,
             author=author,
             author_email=author_email,

@@ -66,7 +66,7 @@ class DatasetMetadata(BaseModel):
                     "reward_spec": {"version": "recall-v1"},
                     "exploration": {
                         "policy_id": "baseline_v0",
-                        "scheme": "epsilon_swap",
+                        "scheme": "epsilon_move",
                         "epsilon": 0.1,
                     },
                 }

@@ -239,7 +239,7 @@ async def test_policies(client: httpx.AsyncClient) -> None:
     listed = (await client.get("/v1/policies")).json()
     assert [p["id"] for p in listed] == ["baseline_v0"]
     one = (await client.get("/v1/policies/baseline_v0")).json()
-    assert one["settings"]["exploration"] == "epsilon_swap"
+    assert one["settings"]["exploration"] == "epsilon_move"
     assert "constraint" in one["action_space"]["per_candidate"]
     assert (await client.get("/v1/policies/nope")).status_code == 404
 

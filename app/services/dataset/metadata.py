@@ -49,7 +49,7 @@ def metadata(settings: RecallSettings) -> dict[str, Any]:
         "reward_spec": RECALL_SPEC,
         "exploration": {
             "policy_id": POLICY_ID,
-            "scheme": "epsilon_swap",
+            "scheme": "epsilon_move",
             "epsilon": settings.epsilon,
         },
     }
