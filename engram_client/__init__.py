@@ -24,6 +24,7 @@ from engram_client.errors import (
     PayloadTooLarge,
     RateLimited,
     ServerError,
+    TimedOut,
     Unauthorized,
     Unavailable,
 )
@@ -44,6 +45,7 @@ __all__ = [
     "RateLimited",
     "RetryPolicy",
     "ServerError",
+    "TimedOut",
     "Unauthorized",
     "Unavailable",
 ]

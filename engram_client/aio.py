@@ -17,7 +17,15 @@ from engram_client._http import (
     default_url,
     next_call,
 )
-from engram_client.aio_resources import Dataset, Episodes, Jobs, Memories, Patterns, Skills
+from engram_client.aio_resources import (
+    Dataset,
+    Episodes,
+    Jobs,
+    Memories,
+    Patterns,
+    Policies,
+    Skills,
+)
 from engram_client.errors import from_response, from_transport
 from engram_client.models import (
     RecallResponse,
@@ -54,6 +62,7 @@ class AsyncEngram:
         self.skills = Skills(self)
         self.patterns = Patterns(self)
         self.jobs = Jobs(self)
+        self.policies = Policies(self)
         self.dataset = Dataset(self)
 
     async def __aenter__(self) -> AsyncEngram:

@@ -1,15 +1,17 @@
 """The asynchronous client's resources: `engram.episodes`, `.memories`, `.skills`,
-`.patterns`, `.jobs` and `.dataset`."""
+`.patterns`, `.jobs`, `.policies` and `.dataset`."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from engram_client import calls
 from engram_client import dataset as ds
+from engram_client import policy_calls as pc
 from engram_client._http import Call
 from engram_client.errors import NotFound
 from engram_client.models import (
@@ -17,6 +19,7 @@ from engram_client.models import (
     EpisodePage,
     EpisodeRead,
     EpisodeSummary,
+    Evaluation,
     JobPage,
     JobRead,
     MemoryCreate,
@@ -25,6 +28,7 @@ from engram_client.models import (
     MemorySearchResult,
     PatternPage,
     PatternRead,
+    PolicyRead,
     SkillHistory,
     SkillPage,
     SkillRead,
@@ -144,6 +148,79 @@ class Jobs(_Resource):
 
     async def get(self, job_id: str) -> JobRead:
         return await self._c.run(calls.get_job(job_id))
+
+
+class Policies(_Resource):
+    """Recall policies: baseline_v0 and the learned ones (train, evaluate, activate)."""
+
+    async def list(self) -> list[PolicyRead]:
+        """Every policy, baseline_v0 first."""
+        return await self._c.run(pc.list_policies())
+
+    async def get(self, policy_id: str) -> PolicyRead:
+        return await self._c.run(pc.get_policy(policy_id))
+
+    async def train(
+        self,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        holdout: float | None = None,
+        l2: float | None = None,
+        clip: float | None = None,
+        wait: bool = False,
+        timeout: float = 300.0,
+    ) -> PolicyRead:
+        """Train on the window's logged transitions (a job); `wait=True` returns it once
+        trained (a candidate, or failed), raising `TimedOut` after `timeout` seconds."""
+        call = pc.train(since=since, until=until, holdout=holdout, l2=l2, clip=clip)
+        policy = await self._c.run(call)
+        if not wait:
+            return policy
+        poll = pc.Poll(pc.trained, timeout=timeout, waiting_for="training")
+        return await self._wait(policy, poll)
+
+    async def evaluate(
+        self,
+        policy_id: str,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        wait: bool = False,
+        timeout: float = 300.0,
+    ) -> PolicyRead:
+        """Evaluate off-policy on the window's logged transitions (a job); `wait=True`
+        returns the policy once its evaluation is done."""
+        policy = await self._c.run(pc.evaluate(policy_id, since=since, until=until))
+        if not wait:
+            return policy
+        poll = pc.Poll(pc.evaluated, timeout=timeout, waiting_for="evaluation")
+        return await self._wait(policy, poll)
+
+    async def evaluation(self, policy_id: str) -> Evaluation:
+        return await self._c.run(pc.evaluation(policy_id))
+
+    async def activate(
+        self,
+        policy_id: str,
+        *,
+        canary_share: float | None = None,
+        force: bool | None = None,
+        reason: str | None = None,
+    ) -> PolicyRead:
+        """Start its canary; `Conflict` (with the evaluator's reason) unless it was found
+        better, or forced."""
+        call = pc.activate(policy_id, canary_share=canary_share, force=force, reason=reason)
+        return await self._c.run(call)
+
+    async def retire(self, policy_id: str) -> PolicyRead:
+        return await self._c.run(pc.retire(policy_id))
+
+    async def _wait(self, policy: PolicyRead, poll: pc.Poll) -> PolicyRead:
+        while (delay := poll.delay(policy)) is not None:
+            await asyncio.sleep(delay)
+            policy = await self.get(policy.id)
+        return policy
 
 
 class Dataset(_Resource):

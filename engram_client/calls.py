@@ -1,5 +1,5 @@
-"""Every API call the clients make, described once: path, parameters, body, answer. The
-sync and async clients only send them."""
+"""Every API call the clients make, described once: path, parameters, body, answer (the
+policies' are in policy_calls.py). The sync and async clients only send them."""
 
 from __future__ import annotations
 

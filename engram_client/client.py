@@ -23,7 +23,15 @@ from engram_client.models import (
     ReflectResult,
     RewardRead,
 )
-from engram_client.resources import Dataset, Episodes, Jobs, Memories, Patterns, Skills
+from engram_client.resources import (
+    Dataset,
+    Episodes,
+    Jobs,
+    Memories,
+    Patterns,
+    Policies,
+    Skills,
+)
 
 T = TypeVar("T")
 
@@ -54,6 +62,7 @@ class Engram:
         self.skills = Skills(self)
         self.patterns = Patterns(self)
         self.jobs = Jobs(self)
+        self.policies = Policies(self)
         self.dataset = Dataset(self)
 
     def __enter__(self) -> Engram:

@@ -45,6 +45,10 @@ class ConnectionFailed(EngramError):
     """No answer: the server is down, unreachable, or hung up before answering."""
 
 
+class TimedOut(EngramError):
+    """A wait gave up: the server answered, but the job it waited on had not ended."""
+
+
 class BadRequest(EngramError):
     status = 400
 

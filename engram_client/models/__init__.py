@@ -35,6 +35,14 @@ from engram_client.models.memories import (
     MemorySearchResult,
     ScoreParts,
 )
+from engram_client.models.policies import (
+    Estimate,
+    Evaluation,
+    PolicyActivate,
+    PolicyEvaluate,
+    PolicyRead,
+    PolicyTrain,
+)
 from engram_client.models.recall import (
     EpisodeScore,
     PolicyRef,
@@ -55,6 +63,8 @@ __all__ = [
     "EpisodeRead",
     "EpisodeScore",
     "EpisodeSummary",
+    "Estimate",
+    "Evaluation",
     "JobPage",
     "JobRead",
     "MemoryCreate",
@@ -65,7 +75,11 @@ __all__ = [
     "MemorySearchResult",
     "PatternPage",
     "PatternRead",
+    "PolicyActivate",
+    "PolicyEvaluate",
+    "PolicyRead",
     "PolicyRef",
+    "PolicyTrain",
     "RecallRequest",
     "RecallResponse",
     "RecalledMemory",
