@@ -22,7 +22,8 @@ cli.command()(serve)
 cli.command()(migrate)
 cli.command()(worker)
 cli.command("mcp")(mcp_command)
-# episodes, memories, skills, patterns, jobs, recall, reward, reflect, export: a server's client.
+# episodes, memories, skills, patterns, jobs, recall, reward, reflect, export, policy: a
+# server's client.
 register_client_commands(cli)
 
 

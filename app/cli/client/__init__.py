@@ -1,6 +1,7 @@
 """The `engram` commands that talk to a running server through engram_client: episodes,
-memories, skills, patterns and jobs (list, show), recall, reward, reflect and export.
-engram_client and rich are imported when such a command runs, not when `engram` starts."""
+memories, skills, patterns and jobs (list, show), recall, reward, reflect, export and the
+recall policies. engram_client and rich are imported when such a command runs, not when
+`engram` starts."""
 
 from __future__ import annotations
 
@@ -135,7 +136,8 @@ def short(text: str | None, width: int = 60) -> str:
 
 def register(cli: typer.Typer) -> None:
     """Add the client commands to the `engram` command."""
-    from app.cli.client import actions, resources
+    from app.cli.client import actions, policies, resources
 
     resources.register(cli)
     actions.register(cli)
+    policies.register(cli)
