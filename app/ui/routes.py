@@ -16,6 +16,7 @@ from app.learning.features import SCHEMA_VERSION
 from app.services import dataset
 from app.services.auth import Principal
 from app.services.dashboard import DashboardService
+from app.services.policies import PolicyService
 from app.ui import plots
 from app.ui.session import (
     COOKIE,
@@ -30,6 +31,18 @@ from app.ui.session import (
 HERE = Path(__file__).parent
 templates = Jinja2Templates(directory=HERE / "templates")
 templates.env.globals["plots"] = plots
+
+
+def _utc(value: datetime | str | None) -> str:
+    """A time as the pages show times: UTC, to the minute ("…" for none). Learned
+    policies' training windows are stored as ISO 8601 text."""
+    if not value:
+        return "…"
+    moment = datetime.fromisoformat(value) if isinstance(value, str) else value
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+templates.env.filters["utc"] = _utc
 # Scripts and styles only from these pages' own files: an injected <script> or style
 # attribute does not run. Plots are inline SVG elements, which need nothing more.
 CSP = (
@@ -45,6 +58,7 @@ PAGES = [
     ("skills", "/ui/skills", "Skills"),
     ("patterns", "/ui/patterns", "Patterns"),
     ("recall", "/ui/recall", "Recall policy"),
+    ("policies", "/ui/policies", "Policies"),
     ("episodes", "/ui/episodes", "Episodes"),
     ("dataset", "/ui/dataset", "Dataset"),
 ]
@@ -147,6 +161,15 @@ async def recall(
 ) -> HTMLResponse:
     stats = await _service(session, state).recall(principal.namespace)
     return _render(request, "recall.html", principal, stats=stats)
+
+
+@router.get("/ui/policies")
+async def policies(
+    request: Request, principal: UIPrincipal, session: SessionDep, state: StateDep
+) -> HTMLResponse:
+    service = PolicyService(session, recall=state.settings.recall, learning=state.settings.learning)
+    found = await service.list(principal.namespace)
+    return _render(request, "policies.html", principal, policies=found)
 
 
 @router.get("/ui/episodes")

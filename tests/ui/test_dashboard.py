@@ -12,7 +12,7 @@ from playwright.async_api import Browser, BrowserContext, Page
 
 from tests.ui.conftest import MARKER, Seeded
 
-PAGES = ["overview", "skills", "patterns", "recall", "episodes", "dataset"]
+PAGES = ["overview", "skills", "patterns", "recall", "policies", "episodes", "dataset"]
 # Another site on this machine (a browser lets a loopback page call loopback services).
 EVIL = "http://localhost:8931"
 
@@ -111,6 +111,10 @@ async def test_every_page_loads_with_its_data_and_no_error(
             assert await page.inner_text("#exploration") != "0.0%"
             assert await page.locator("svg.plot rect.bar").count() >= 2
             assert "constraint" in await page.inner_text("table.by-type")
+        elif name == "policies":
+            # No policy learned here (the worker is off): baseline_v0's rules decide.
+            titles = await page.locator("article.policy h2").all_inner_texts()
+            assert [" ".join(t.split()[:2]) for t in titles] == ["baseline_v0 active"]
         elif name == "episodes":
             assert await page.locator("table.episodes tr").count() == 31  # 30 and a heading
             assert await page.locator(".reflection").count() >= 1
