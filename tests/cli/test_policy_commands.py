@@ -69,7 +69,8 @@ def test_train_list_show_activate_retire(exploring: tuple[EngramServer, Log]) ->
 
     # The evaluation: each estimator's value and interval, the policy's beside the baseline's.
     evaluation = trained["evaluation"]
-    assert f"evaluation: {n_holdout} logged decisions, 100% with support" in shown
+    supported = f"{evaluation['supported_share']:.0%}"
+    assert f"evaluation: {n_holdout} logged decisions, {supported} with support" in shown
     for how in ("ips", "snips", "dr"):
         row = next(line for line in shown.splitlines() if line.startswith(f"│ {how} "))
         mine, base = (interval(evaluation["estimates"][who][how]) for who in ("policy", "baseline"))

@@ -111,7 +111,9 @@ async def test_every_policy_with_its_evaluation(
         assert row == f"{how.upper()}\t{cells(mine)}\t{cells(base_estimate)}"
     support = await canary.locator("p.support").inner_text()
     assert support.startswith(f"{evaluation.n_decisions} logged decisions from ")
-    assert await canary.locator(".supported").inner_text() == "100%"
+    assert await canary.locator(".supported").inner_text() == (
+        f"{100 * (evaluation.supported_share or 0):.0f}%"
+    )
     assert await canary.locator(".ess").inner_text() == f"{evaluation.ess:.1f}"
     verdict = await canary.locator("p.verdict").inner_text()
     assert verdict == f"{(evaluation.verdict or '').replace('_', ' ')} {evaluation.reason}"
