@@ -86,22 +86,31 @@ def candidate_features(
     }
 
 
-def as_candidate(memory_id: str, f: dict[str, float], *, n_scope_keys: int) -> Candidate:
-    """The policy's view of a candidate, from its logged features alone: a recall decides
-    on this, so an evaluator rebuilding the decision from the log gets the same input.
-    Specificity is the request's scope ids the memory holds (all of its ids match)."""
+_AT = {name: i for i, name in enumerate(CANDIDATE_FEATURES)}
+
+
+def as_candidate(memory_id: str, values: Sequence[float], *, n_scope_keys: int) -> Candidate:
+    """The policy's view of a candidate, from its logged features alone (`values` in
+    CANDIDATE_FEATURES order): a recall decides on this, so an evaluator rebuilding the
+    decision from the log gets the same input. Specificity is the request's scope ids the
+    memory holds (all of its ids match)."""
     return Candidate(
         memory_id=memory_id,
-        type=MEMORY_TYPES.names[int(f["type_index"])],
-        status=MEMORY_STATUSES.names[int(f["status_index"])],
-        sensitivity=SENSITIVITY_LEVELS.names[int(f["sensitivity_level"])],
-        criticality=f["criticality"],
-        confidence=f["confidence"],
-        retrieval_score=f["retrieval_score"],
-        expected_utility=f["expected_utility"],
-        token_cost=int(f["token_cost"]),
-        specificity=round(f["scope_match"] * n_scope_keys),
+        type=MEMORY_TYPES.names[int(values[_AT["type_index"]])],
+        status=MEMORY_STATUSES.names[int(values[_AT["status_index"]])],
+        sensitivity=SENSITIVITY_LEVELS.names[int(values[_AT["sensitivity_level"]])],
+        criticality=values[_AT["criticality"]],
+        confidence=values[_AT["confidence"]],
+        retrieval_score=values[_AT["retrieval_score"]],
+        expected_utility=values[_AT["expected_utility"]],
+        token_cost=int(values[_AT["token_cost"]]),
+        specificity=round(values[_AT["scope_match"]] * n_scope_keys),
     )
+
+
+def feature_values(features: dict[str, float]) -> tuple[float, ...]:
+    """A candidate's named features in CANDIDATE_FEATURES order."""
+    return tuple(_CANDIDATE(features))
 
 
 _REQUEST = itemgetter(*REQUEST_FEATURES)

@@ -44,11 +44,45 @@ class Term:
 
 
 def _verified(logging: Plan, selected: frozenset[str], inclusion: Mapping[str, float]) -> bool:
-    """The rebuilt distribution is the one the decision was drawn from."""
+    """The rebuilt distribution is the one the decision was drawn from: the same inclusion
+    probabilities, and the logged selection is one it can make."""
     rebuilt = logging.inclusion()
     if any(abs(rebuilt.get(i, 0.0) - p) > 1e-6 for i, p in inclusion.items()):
         return False
-    return any(s == selected and p > 0 for s, p in logging.selections())
+    greedy = {c.memory_id for c, _ in logging.greedy}
+    out, into = greedy - selected, selected - greedy
+    if not out and not into:
+        return logging.epsilon < 1.0
+    if len(out) != 1 or len(into) > 1:
+        return False
+    left, taken = next(iter(out)), next(iter(into)) if into else None
+    return any(
+        m.out == left and m.probability > 0 and (m.drop if taken is None else taken in m.into)
+        for m in logging.moves
+    )
+
+
+def _design(p: Plan, index: Mapping[str, int]) -> tuple[Floats, Floats]:
+    """z of each selection the plan can make (greedy first, then each move) and its
+    probability, built from the greedy selection and the moves without listing sets."""
+    g = np.zeros(len(index) + 1)
+    g[0] = 1.0
+    g[[index[c.memory_id] for c, _ in p.greedy]] = 1.0
+    sizes = [len(m.options()) for m in p.moves]
+    n = sum(sizes)
+    z = np.tile(g, (n + 1, 1))
+    rows = np.arange(1, n + 1)
+    z[rows, np.repeat([index[m.out] for m in p.moves], sizes).astype(np.int64)] = 0.0
+    into = [index[j] for m in p.moves for j in m.options() if j is not None]
+    has = np.array([j is not None for m in p.moves for j in m.options()], dtype=bool)
+    if into:
+        z[rows[has], into] = 1.0
+    probs = np.concatenate([[1.0 - p.epsilon], np.repeat([m.probability for m in p.moves], sizes)])
+    return z, probs
+
+
+def _ids(p: Plan) -> set[str]:
+    return p.reach()
 
 
 def terms(
@@ -64,29 +98,19 @@ def terms(
     the logged selection; None when the decision cannot be rebuilt."""
     if not _verified(logging, selected, inclusion):
         return None
-    logged = logging.selections()
-    ids = sorted(
-        set().union(*(s for s, _ in logged), *(s for t in targets for s, _ in t.selections()))
-    )
+    ids = sorted(_ids(logging).union(*(_ids(t) for t in targets)))
     index = {mid: n + 1 for n, mid in enumerate(ids)}
-
-    def vector(selection: frozenset[str]) -> Floats:
-        z = np.zeros(len(ids) + 1)
-        z[0] = 1.0
-        z[[index[mid] for mid in selection]] = 1.0
-        return z
-
-    z = np.stack([vector(s) for s, _ in logged])
-    p = np.array([q for _, q in logged])
+    z, p = _design(logging, index)
     gamma = (z * p[:, None]).T @ z
     inverse = np.linalg.pinv(gamma, rcond=1e-10, hermitian=True)
     beta = np.array([intercept, *(gains.get(mid, 0.0) for mid in ids)])
-    z_logged = vector(selected)
+    z_logged = np.zeros(len(ids) + 1)
+    z_logged[0] = 1.0
+    z_logged[[index[mid] for mid in selected]] = 1.0
     found = []
     for target in targets:
-        theta = np.zeros(len(ids) + 1)
-        for s, q in target.selections():
-            theta += q * vector(s)
+        tz, tp = _design(target, index)
+        theta = tp @ tz
         v = inverse @ theta
         supported = bool(np.allclose(gamma @ v, theta, atol=1e-7, rtol=0.0))
         found.append(

@@ -23,12 +23,13 @@ token budget and k. Specificity is how many of the request's scope ids the memor
 scoped to: a skill learned for the task's language comes before the general one.
 
 Exploration ("epsilon move"): with probability epsilon, one soft pick (not constraint
-mode) is chosen uniformly, and either replaced by one feasible unselected eligible
-candidate or left out, uniformly among those options. A replacement is feasible when the
-selection still fits the budget with it. So:
-- P(greedy selection) = 1 - epsilon (1 when there is no soft pick);
-- P(i replaced by j) = P(i left out) = epsilon / |A| / (|F(i)| + 1), where A is the set of
-  soft picks and F(i) the feasible replacements of i;
+mode) that can move is chosen uniformly, and either replaced by one feasible unselected
+eligible candidate or, when there are other soft picks, left out, uniformly among those
+options. A replacement is feasible when the selection still fits the budget with it. So:
+- P(greedy selection) = 1 - epsilon (1 when no pick can move);
+- P(i replaced by j) = P(i left out) = epsilon / |A| / |O(i)|, where A is the set of soft
+  picks that can move and O(i) the options of i (its feasible replacements, and leaving
+  it out when there are two soft picks or more);
 - inclusion probabilities follow from the same sums, and are logged per candidate.
 Leaving a pick out is what lets an evaluator judge a policy that selects fewer memories.
 """
@@ -73,12 +74,17 @@ class Candidate:
 
 
 @dataclass(frozen=True)
-class Move:
-    """An exploration move: `out` left out, and `into` (None: nothing) taken instead."""
+class Moves:
+    """The exploration moves of one soft pick: `out` left out, and one of `into` (or, if
+    `drop`, nothing) taken instead, each of those options with `probability`."""
 
     out: str
-    into: str | None
+    into: list[str]
+    drop: bool
     probability: float
+
+    def options(self) -> list[str | None]:
+        return [*self.into, None] if self.drop else list(self.into)
 
 
 @dataclass
@@ -87,7 +93,7 @@ class Plan:
 
     greedy: list[tuple[Candidate, str]]  # (candidate, mode) in priority order
     rest: list[tuple[Candidate, str]]  # eligible, not in the greedy selection
-    moves: list[Move]
+    moves: list[Moves]  # by soft pick, in id order
     epsilon: float  # the probability of exploring (0 when there is no soft pick)
     suppressed: dict[str, str]  # hard-rule suppressions: id -> reason
     skipped: dict[str, str] = field(default_factory=dict)  # soft picks a learned policy left out
@@ -98,17 +104,21 @@ class Plan:
         found = [(greedy, 1.0 - self.epsilon)]
         for m in self.moves:
             taken = greedy - {m.out}
-            found.append((taken | {m.into} if m.into else taken, m.probability))
+            found.extend((taken | {j} if j else taken, m.probability) for j in m.options())
         return found
+
+    def reach(self) -> set[str]:
+        """What it selects or may explore."""
+        return {c.memory_id for c, _ in self.greedy}.union(*(m.into for m in self.moves))
 
     def inclusion(self) -> dict[str, float]:
         probs = {c.memory_id: 1.0 for c, _ in self.greedy} | {
             c.memory_id: 0.0 for c, _ in self.rest
         }
         for m in self.moves:
-            probs[m.out] -= m.probability
-            if m.into is not None:
-                probs[m.into] += m.probability
+            probs[m.out] -= m.probability * len(m.options())
+            for j in m.into:
+                probs[j] += m.probability
         return {cid: max(0.0, min(1.0, p)) for cid, p in probs.items()}
 
 
@@ -153,9 +163,11 @@ def plan(
     max_sensitivity: str,
     epsilon: float,
     gains: Mapping[str, float] | None = None,
+    reach: set[str] | None = None,
 ) -> Plan:
     """The policy's distribution: baseline_v0's, or with `gains` (memory id -> predicted
-    reward gain) a learned policy's, which ranks the soft picks by gain."""
+    reward gain) a learned policy's, which ranks the soft picks by gain and selects only
+    within `reach` (baseline_v0's for the same request, computed when not given)."""
     suppressed: dict[str, str] = {}
     eligible: list[tuple[Candidate, str]] = []
     ceiling = SENSITIVITY_LEVELS.index(max_sensitivity)
@@ -175,18 +187,12 @@ def plan(
         eligible.sort(key=lambda cm: _priority(*cm) if cm[1] == "constraint" else (1.0,))
         eligible.sort(key=lambda cm: 0.0 if cm[1] == "constraint" else -gains[cm[0].memory_id])
 
-    reach: set[str] | None = None
-    if gains is not None:
+    if gains is not None and reach is None:
         # A learned policy selects only what baseline_v0 selects or may explore for the
         # same request, so that logs of either can judge it (app/learning/offpolicy.py).
-        base = plan(
-            candidates,
-            token_budget=token_budget,
-            k=k,
-            max_sensitivity=max_sensitivity,
-            epsilon=1.0,
-        )
-        reach = {c.memory_id for c, _ in base.greedy} | {m.into for m in base.moves if m.into}
+        reach = plan(
+            candidates, token_budget=token_budget, k=k, max_sensitivity=max_sensitivity, epsilon=1.0
+        ).reach()
     chosen: list[tuple[Candidate, str]] = []
     skipped: dict[str, str] = {}
     used = 0
@@ -205,8 +211,9 @@ def plan(
     rest = [(c, m) for c, m in eligible if c.memory_id not in chosen_ids]
 
     soft = [c for c, mode in chosen if mode != "constraint"]
-    eps = epsilon if soft else 0.0
-    moves: list[Move] = []
+    # A pick may be left out only beside another soft pick: the sole one is only replaced.
+    drop = len(soft) >= 2
+    options: list[tuple[str, list[str]]] = []
     for c in sorted(soft, key=lambda c: c.memory_id):
         room = token_budget - used + c.token_cost
         feasible = [
@@ -216,8 +223,12 @@ def plan(
             and j.token_cost <= room
             and (reach is None or j.memory_id in reach)
         ]
-        p = eps / len(soft) / (len(feasible) + 1)
-        moves.extend(Move(c.memory_id, j, p) for j in [*feasible, None])
+        if feasible or drop:
+            options.append((c.memory_id, feasible))
+    eps = epsilon if options else 0.0
+    moves = [
+        Moves(out, into, drop, eps / len(options) / (len(into) + drop)) for out, into in options
+    ]
     return Plan(chosen, rest, moves, eps, suppressed, skipped)
 
 
@@ -244,15 +255,15 @@ def decide(
     chosen, rest = list(p.greedy), list(p.rest)
     decision.propensity = 1.0 - p.epsilon
     if p.epsilon and rng.random() < p.epsilon:
-        outs = sorted({m.out for m in p.moves})
-        out_id = rng.choice(outs)
-        move = rng.choice([m for m in p.moves if m.out == out_id])
-        decision.propensity = move.probability
+        moves = rng.choice(p.moves)
+        into_id = rng.choice(moves.options())
+        out_id = moves.out
+        decision.propensity = moves.probability
         decision.explored = True
         out = next(cm for cm in chosen if cm[0].memory_id == out_id)
         chosen.remove(out)
-        if move.into is not None:
-            into = next(cm for cm in rest if cm[0].memory_id == move.into)
+        if into_id is not None:
+            into = next(cm for cm in rest if cm[0].memory_id == into_id)
             rest.remove(into)
             chosen.append(into)
         decision.suppressed[out_id] = EXPLORED_OUT

@@ -55,12 +55,12 @@ class PolicyRepository:
         since: datetime | None,
         until: datetime | None,
         with_action: bool,
+        after: keyset.Key | None = None,
         page: int = PAGE,
     ) -> AsyncIterator[Sequence[Row[Any]]]:
-        """The window's completed transitions, oldest first, a page at a time (with their
-        `action` when the evaluator needs it)."""
+        """The window's completed transitions after `after`, oldest first, a page at a
+        time (with their `action` when the evaluator needs it)."""
         columns = (*LOGGED, Transition.action) if with_action else LOGGED
-        after: keyset.Key | None = None
         while True:
             query = select(*columns).where(*_window(namespace, since, until))
             if after is not None:

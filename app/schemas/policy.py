@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.schemas import examples
+from app.schemas.common import Timestamp
 
 Status = Literal["training", "candidate", "canary", "active", "standby", "retired", "failed"]
 
@@ -18,8 +19,12 @@ class Strict(BaseModel):
 
 
 class Window(Strict):
-    since: datetime | None = Field(default=None, description="Recalls logged at or after this")
-    until: datetime | None = Field(default=None, description="Recalls logged before this")
+    since: Timestamp | None = Field(
+        default=None, description="Recalls logged at or after this (ISO 8601 with a timezone)"
+    )
+    until: Timestamp | None = Field(
+        default=None, description="Recalls logged before this (ISO 8601 with a timezone)"
+    )
 
 
 class PolicyTrain(Window):

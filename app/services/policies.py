@@ -134,6 +134,7 @@ class PolicyService:
             updated_at=now,
             hyperparameters=hyper,
             training={"since": _iso(body.since), "until": _iso(body.until)},
+            evaluation={"status": "pending"},
         )
         self.repo.add(row)
         await self.session.flush()
@@ -192,7 +193,11 @@ class PolicyService:
         row.activated_at = now
         row.retired_at = None
         row.updated_at = now
-        row.status_reason = f"forced: {body.reason}" if verdict != "better" else verdict
+        row.status_reason = (
+            f"forced: {body.reason}"
+            if verdict != "better"
+            else f"evaluated better: {(row.evaluation or {}).get('reason')}"
+        )
         await audit.record(
             self.session,
             action="policy.activate",

@@ -27,6 +27,7 @@ async def store_training(
     if "error" in result:
         row.status = "failed"
         row.error = result["error"]
+        row.evaluation = {"status": "failed", "reason": result["error"]}
         return {"policy_id": policy_id, "status": row.status, "error": row.error}
     row.status = "candidate"
     row.model = result["model"]

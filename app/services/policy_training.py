@@ -10,85 +10,25 @@ import asyncio
 import math
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
-from functools import partial
 from typing import Any
 
 import numpy as np
-import orjson
 
 from app.db.engine import Transactions
-from app.learning import offpolicy
 from app.learning.bandit import Logs, RewardModel, fit
-from app.learning.features import CANDIDATE_FEATURES, REQUEST_FEATURES, SCHEMA_VERSION, as_candidate
-from app.learning.policy import (
-    EXPLORED_OUT,
-    NO_GAIN,
-    OVER_BUDGET,
-    OVER_K,
-    POLICY_ID,
-    POLICY_VERSION,
-    UNREACHED,
-    Candidate,
-    plan,
-)
+from app.learning.features import CANDIDATE_FEATURES, REQUEST_FEATURES, SCHEMA_VERSION
 from app.repositories.policies import PolicyRepository
+from app.services.policy_judge import Logged, judge, parse
 
-# Suppressions a policy's own fill or exploration made: the candidate was eligible.
-SOFT_REASONS = {OVER_K, OVER_BUDGET, NO_GAIN, UNREACHED, EXPLORED_OUT}
 _WIDTH = len(CANDIDATE_FEATURES)
 _REQ = len(REQUEST_FEATURES)
-_BUDGET = REQUEST_FEATURES.index("token_budget")
-_K = REQUEST_FEATURES.index("k")
-_SCOPE_KEYS = REQUEST_FEATURES.index("n_scope_keys")
 MIN_DECISIONS = 10
-MAX_EVALUATED = 50_000  # the latest held-out decisions an evaluation reads at most
+MAX_EVALUATED = 10_000  # the latest held-out decisions an evaluation judges at most
 
 
 class NotEnoughData(ValueError):
     """The window holds too few rewarded decisions to train or judge on."""
-
-
-@dataclass
-class Logged:
-    """One completed transition, parsed."""
-
-    id: str
-    created_at: datetime
-    policy_id: str
-    policy_version: int
-    propensity: float
-    reward: float
-    request: np.ndarray
-    rows: np.ndarray  # (n, CANDIDATE_FEATURES)
-    ids: list[str]
-    actions: list[int]
-    inclusion: list[float]
-    action: dict[str, Any] | None = None
-
-
-def parse(row: Any) -> Logged | None:
-    """None for a row logged before the dataset's parts were stored with it."""
-    if row.observation_vector is None or row.dataset_lists is None or row.reward is None:
-        return None
-    vector = np.asarray(row.observation_vector, dtype=np.float64)
-    lists = orjson.loads(row.dataset_lists)
-    action = getattr(row, "action", None)
-    return Logged(
-        id=row.id,
-        created_at=row.created_at,
-        policy_id=row.policy_id,
-        policy_version=row.policy_version,
-        propensity=float(row.propensity),
-        reward=float(row.reward),
-        request=vector[:_REQ],
-        rows=vector[_REQ:].reshape(-1, _WIDTH),
-        ids=lists["candidate_ids"],
-        actions=lists["actions"],
-        inclusion=lists["inclusion_pscores"],
-        action=action,
-    )
 
 
 async def read(
@@ -98,22 +38,27 @@ async def read(
     since: datetime | None,
     until: datetime | None,
     with_action: bool,
+    after: Logged | None = None,
 ) -> list[Logged]:
-    """The window's completed transitions, oldest first."""
+    """The window's completed transitions (after `after`), oldest first; without
+    `with_action`, only their selected candidates (all that training needs)."""
     found: list[Logged] = []
+    key = (after.created_at, after.id) if after is not None else None
     async with transactions.read() as session:
         pages = PolicyRepository(session).logged(
-            namespace, since=since, until=until, with_action=with_action
+            namespace, since=since, until=until, with_action=with_action, after=key
         )
         async for rows in pages:
-            found.extend(p for row in rows if (p := parse(row)) is not None)
+            for row in rows:
+                if (p := parse(row)) is not None:
+                    found.append(p if with_action else p.selected_only())
     return found
 
 
 def logs_of(decisions: Sequence[Logged]) -> Logs:
     rows, owner = [], []
     for n, d in enumerate(decisions):
-        chosen = [i for i, a in enumerate(d.actions) if a and i < len(d.rows)]
+        chosen = [i for i, a in enumerate(d.actions) if a]
         rows.append(d.rows[chosen])
         owner.extend([n] * len(chosen))
     return Logs(
@@ -123,106 +68,6 @@ def logs_of(decisions: Sequence[Logged]) -> Logs:
         rewards=np.asarray([d.reward for d in decisions], dtype=np.float64),
         propensities=np.asarray([d.propensity for d in decisions], dtype=np.float64),
     )
-
-
-@dataclass
-class Judged:
-    """The evaluation's inputs gathered decision by decision."""
-
-    policy: list[offpolicy.Term] = field(default_factory=list)
-    baseline: list[offpolicy.Term] = field(default_factory=list)
-    rewards: list[float] = field(default_factory=list)
-    logged_predictions: list[float] = field(default_factory=list)
-    unusable: int = 0
-
-
-def _eligible(d: Logged) -> tuple[list[Candidate], np.ndarray, list[str]]:
-    suppressed = (d.action or {}).get("suppressed", {})
-    keep = [i for i, mid in enumerate(d.ids) if d.actions[i] or suppressed.get(mid) in SOFT_REASONS]
-    scope_keys = int(d.request[_SCOPE_KEYS])
-    cands = [
-        as_candidate(
-            d.ids[i],
-            dict(zip(CANDIDATE_FEATURES, d.rows[i].tolist(), strict=True)),
-            n_scope_keys=scope_keys,
-        )
-        for i in keep
-    ]
-    return cands, d.rows[keep], [d.ids[i] for i in keep]
-
-
-def _gains(
-    model: RewardModel | None, rows: np.ndarray, request: np.ndarray, ids: list[str]
-) -> dict[str, float] | None:
-    if model is None:
-        return None
-    values = model.gains(rows, np.repeat(request[None, :], len(rows), axis=0))
-    return dict(zip(ids, values.tolist(), strict=True))
-
-
-def judge(
-    decisions: Sequence[Logged],
-    *,
-    model: RewardModel,
-    logging_models: Mapping[str, RewardModel],
-    epsilon: float,
-    seed: int = 0,
-) -> dict[str, Any]:
-    """Off-policy evaluation of `model`'s policy against baseline_v0 on logged decisions.
-    A decision counts when its logging policy can be rebuilt: baseline_v0 of this version,
-    or a learned policy of `logging_models`."""
-    found = Judged()
-    for d in decisions:
-        logged_eps = (d.action or {}).get("epsilon")
-        if d.policy_id == POLICY_ID:
-            logging_model = None
-            known = d.policy_version == POLICY_VERSION
-        else:
-            logging_model = logging_models.get(d.policy_id)
-            known = logging_model is not None
-        if not known or logged_eps is None:
-            found.unusable += 1
-            continue
-        cands, rows, ids = _eligible(d)
-        budget, k = int(d.request[_BUDGET]), int(d.request[_K])
-        target_gains = _gains(model, rows, d.request, ids) or {}
-
-        rebuilt = partial(plan, cands, token_budget=budget, k=k, max_sensitivity="restricted")
-        logging = rebuilt(
-            epsilon=float(logged_eps), gains=_gains(logging_model, rows, d.request, ids)
-        )
-        target = rebuilt(epsilon=epsilon, gains=target_gains)
-        baseline = rebuilt(epsilon=epsilon)
-        selected = frozenset(mid for mid, a in zip(d.ids, d.actions, strict=False) if a)
-        out = offpolicy.terms(
-            logging,
-            [target, baseline],
-            selected=selected,
-            inclusion=dict(zip(d.ids, d.inclusion, strict=False)),
-            gains=target_gains,
-            intercept=model.intercept,
-        )
-        if out is None:
-            found.unusable += 1
-            continue
-        (p, b), predicted = out
-        found.policy.append(p)
-        found.baseline.append(b)
-        found.rewards.append(d.reward)
-        found.logged_predictions.append(predicted)
-    summary = offpolicy.summarise(
-        found.policy,
-        found.baseline,
-        rewards=found.rewards,
-        logged_predictions=found.logged_predictions,
-        unusable=found.unusable,
-        seed=seed,
-    )
-    summary["epsilon"] = epsilon
-    if decisions:
-        summary["since"] = decisions[0].created_at.isoformat()
-        summary["until"] = decisions[-1].created_at.isoformat()
-    return summary
 
 
 async def train(
@@ -240,14 +85,21 @@ async def train(
     """Fit on the window's older decisions and judge on its latest `holdout` share:
     {"model", "training", "evaluation"}; NotEnoughData when there is too little."""
     started = time.perf_counter()
-    everything = await read(transactions, namespace, since=since, until=until, with_action=True)
+    everything = await read(transactions, namespace, since=since, until=until, with_action=False)
     cut = len(everything) - math.ceil(len(everything) * holdout)
     if cut < MIN_DECISIONS or len(everything) - cut < MIN_DECISIONS:
         raise NotEnoughData(
             f"the window holds {len(everything)} rewarded recalls: at least "
             f"{MIN_DECISIONS} are needed to train on and {MIN_DECISIONS} held out"
         )
-    training, evaluation = everything[:cut], everything[cut:][-MAX_EVALUATED:]
+    training = everything[:cut]
+    # The evaluator also needs each decision's action (why each candidate was left out),
+    # the largest column: read for the latest held-out decisions only.
+    first = max(cut, len(everything) - MAX_EVALUATED)
+    del everything[first:]
+    evaluation = await read(
+        transactions, namespace, since=since, until=until, with_action=True, after=everything[-1]
+    )
     model, metrics = await asyncio.to_thread(fit, logs_of(training), l2=l2, clip=clip)
     fitted = time.perf_counter()
     judged = await asyncio.to_thread(
@@ -280,15 +132,19 @@ async def evaluate(
     logging_models: Mapping[str, RewardModel],
 ) -> dict[str, Any]:
     """Judge a trained policy on another window's decisions (the logs of a new workload)."""
-    decisions = await read(transactions, namespace, since=since, until=until, with_action=True)
+    decisions = await read(transactions, namespace, since=since, until=until, with_action=False)
     if len(decisions) < MIN_DECISIONS:
         raise NotEnoughData(
             f"the window holds {len(decisions)} rewarded recalls: at least "
             f"{MIN_DECISIONS} are needed"
         )
+    after = decisions[-MAX_EVALUATED - 1] if len(decisions) > MAX_EVALUATED else None
+    decisions = await read(
+        transactions, namespace, since=since, until=until, with_action=True, after=after
+    )
     return await asyncio.to_thread(
         judge,
-        decisions[-MAX_EVALUATED:],
+        decisions,
         model=model,
         logging_models=logging_models,
         epsilon=epsilon,

@@ -16,6 +16,7 @@ from app.learning.features import (
     as_candidate,
     candidate_features,
     dataset_parts,
+    feature_values,
     scope_compatible,
 )
 from app.learning.policy import decide
@@ -125,7 +126,8 @@ class RecallService:
         }
         # The policy decides on the logged features alone, so an evaluator can rebuild it.
         candidates = [
-            as_candidate(mid, f, n_scope_keys=n_scope_keys) for mid, f in features.items()
+            as_candidate(mid, feature_values(f), n_scope_keys=n_scope_keys)
+            for mid, f in features.items()
         ]
         decider = (await self.deciders.get(self.session, namespace)).draw(self.rng)
         gains = None

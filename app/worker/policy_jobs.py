@@ -4,6 +4,7 @@ canary's check after its recalls are rewarded."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -16,6 +17,8 @@ from app.models import Job
 from app.repositories.policies import PolicyRepository
 from app.services import policy_lifecycle, policy_training
 from app.worker.context import JobContext
+
+log = logging.getLogger("engram.worker")
 
 
 def _when(text: str | None) -> datetime | None:
@@ -49,6 +52,11 @@ async def prepare_training(
             )
         except policy_training.NotEnoughData as exc:
             found[job_id] = {"error": str(exc)}
+        except Exception as exc:
+            # Stored as the policy's failure rather than retried: a retry would read and
+            # fit it all again, and the policy would stay "training" until the last one.
+            log.exception("policy training failed", extra={"job_id": job_id})
+            found[job_id] = {"error": f"training failed: {type(exc).__name__}: {exc}"}
     return found
 
 
@@ -74,6 +82,9 @@ async def prepare_evaluation(
             )
         except policy_training.NotEnoughData as exc:
             found[job_id] = {"error": str(exc)}
+        except Exception as exc:
+            log.exception("policy evaluation failed", extra={"job_id": job_id})
+            found[job_id] = {"error": f"evaluation failed: {type(exc).__name__}: {exc}"}
     return found
 
 

@@ -142,7 +142,8 @@ async def test_parquet_and_candidates_table(explore: httpx.AsyncClient) -> None:
     assert {"memory_id", "logged_mode", "selected", "pscore", "feature_criticality"} <= set(
         frame.columns
     )
-    assert frame.groupby("transition_id")["selected"].sum().eq(3).all()
+    # Three selected, or two when exploration left one out.
+    assert frame.groupby("transition_id")["selected"].sum().isin([2, 3]).all()
     assert frame.loc[frame["selected"], "pscore"].gt(0).all()
     nd = await explore.get("/v1/rl/dataset", params={"table": "candidates"})
     assert len(pd.read_json(io.StringIO(nd.text), lines=True)) == 8 * 6

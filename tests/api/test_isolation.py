@@ -58,7 +58,12 @@ def _episode(word: str, i: int) -> dict[str, Any]:
 async def _populate(client: httpx.AsyncClient, key: str, word: str) -> dict[str, list[str]]:
     """Write through every write route; return the ids (and task ids) of what was made."""
     h = auth(key)
-    made: dict[str, list[str]] = {k: [] for k in ("episode", "memory", "recall", "task", "key")}
+    kinds = ("episode", "memory", "recall", "task", "key", "policy")
+    made: dict[str, list[str]] = {k: [] for k in kinds}
+    # A learned policy in training (its job is the worker's: the row exists at once).
+    r = await client.post("/v1/policies/train", json={}, headers=h)
+    assert r.status_code == 202, r.text
+    made["policy"].append(r.json()["id"])
     for i in range(14):
         r = await client.post("/v1/episodes", json=_episode(word, i), headers=h)
         assert r.status_code == 201, r.text
@@ -149,6 +154,8 @@ async def _ids_of(client: httpx.AsyncClient, key: str) -> set[str]:
         r = await client.get(path, headers=h)
         assert r.status_code == 200, (path, r.text)
         found |= {item["id"] for item in r.json()["items"] if "id" in item}
+    r = await client.get("/v1/policies", headers=h)
+    found |= {p["id"] for p in r.json() if p["id"] != "baseline_v0"}
     return found
 
 
@@ -295,6 +302,19 @@ async def test_no_cross_namespace_reads(app: FastAPI, client: httpx.AsyncClient)
         ("GET /v1/rl/metadata", lambda: ("GET", "/v1/rl/metadata", None)),
         ("GET /v1/policies", lambda: ("GET", "/v1/policies", None)),
         ("GET /v1/policies/{policy_id}", lambda: ("GET", "/v1/policies/baseline_v0", None)),
+        *(
+            (f"{verb} /v1/policies/{{policy_id}}{tail}", lambda verb=verb, tail=tail, body=body: (
+                verb, f"/v1/policies/{rng.choice(made_b['policy'] + made_a['policy'])}{tail}", body
+            ))
+            for verb, tail, body in (
+                ("GET", "", None),
+                ("GET", "/evaluation", None),
+                ("POST", "/evaluate", {}),
+                ("POST", "/activate", {"force": True, "reason": "x"}),
+                ("POST", "/retire", None),
+            )
+        ),  # fmt: skip
+        ("POST /v1/policies/train", lambda: ("POST", "/v1/policies/train", {"holdout": 0.5})),
         (
             "POST /v1/reflect",
             lambda: ("POST", "/v1/reflect", {"task_type": "aardvark-type", "wait": True}),

@@ -20,7 +20,8 @@ async def memory(client: httpx.AsyncClient, content: str, **fields: Any) -> str:
     return mid
 
 
-async def test_recall_applies_the_rules(client: httpx.AsyncClient) -> None:
+async def test_recall_applies_the_rules(client: httpx.AsyncClient, settings: Settings) -> None:
+    settings.recall.epsilon = 0.0  # the rules' own choice (exploration: test_policy.py)
     text = "Never run database migrations on production during business hours."
     rule = await memory(client, text, type="constraint", criticality=0.9)
     fact = await memory(
@@ -45,7 +46,7 @@ async def test_recall_applies_the_rules(client: httpx.AsyncClient) -> None:
     )
     assert r.status_code == 200, r.text
     body = r.json()
-    assert body["policy"] == {"id": "baseline_v0", "version": 2}
+    assert body["policy"] == {"id": "baseline_v0", "version": 3}
     modes = {m["memory_id"]: m["mode"] for m in body["selected"]}
     assert modes[rule] == "constraint"
     assert modes[fact] == "context"
@@ -57,9 +58,7 @@ async def test_recall_applies_the_rules(client: httpx.AsyncClient) -> None:
     assert "restricted" in suppressed[secret]
     assert secret not in modes
     assert body["tokens_used"] == sum(m["token_estimate"] for m in body["selected"])
-    assert all(
-        m["probability"] == 1.0 for m in body["selected"]
-    )  # default epsilon has nothing to swap
+    assert all(m["probability"] == 1.0 for m in body["selected"])
 
     small = await client.post(
         "/v1/recall", json={"task": "database migrations", "token_budget": 20, "k": 10}
@@ -122,7 +121,9 @@ async def test_transitions_are_logged_and_linked(client: httpx.AsyncClient) -> N
     assert first["state"]["request"]["token_budget"] == 100
     cand = first["state"]["candidates"][0]
     assert cand["features"]["retrieval_rank"] == 1.0
-    assert set(first["action"]) == {"selected", "modes", "suppressed", "inclusion", "explored"}
+    assert set(first["action"]) == {
+        "selected", "modes", "suppressed", "inclusion", "explored", "epsilon"
+    }  # fmt: skip
     used = (await client.get("/v1/memories")).json()["items"][0]
     assert used["use_count"] == 3
 

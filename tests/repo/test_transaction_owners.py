@@ -29,6 +29,7 @@ OWNERS = {
     "services/dataset/": "a download is read while it streams, after its handler returned",
     "services/backup.py": "the backup's snapshot, on a connection of its own",
     "services/restore.py": "the restore's one transaction, on a connection of its own",
+    "services/policy_training.py": "a policy job reads its window before its own transaction",
 }
 
 

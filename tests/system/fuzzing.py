@@ -121,6 +121,7 @@ def seed(client: ASGIClient, headers: dict[str, str]) -> dict[str, dict[str, str
     post("/v1/rewards", {"task_id": "learned_0", "value": 5}, 201)
     job = post("/v1/reflect", {"wait": False, "task_type": "code_search"}, 202)
     policy = _ok(client.get("/v1/policies", headers=headers), 200)
+    training = post("/v1/policies/train", {}, 202)
     quarantined = memory("the staging database is read-only on Fridays")
     post(f"/v1/memories/{quarantined}/quarantine", None, 200)
 
@@ -142,6 +143,8 @@ def seed(client: ASGIClient, headers: dict[str, str]) -> dict[str, dict[str, str
         "POST /v1/memories/{memory_id}/quarantine": {"memory_id": memory("suspect me")},
         "POST /v1/memories/{memory_id}/restore": {"memory_id": quarantined},
         "POST /v1/memories/{memory_id}/supersede": {"memory_id": memory("replace me")},
+        # A learned policy in training: its evaluation is pending (no worker runs here).
+        "GET /v1/policies/{policy_id}/evaluation": {"policy_id": str(training["id"])},
     }
     paths = _ok(client.get("/openapi.json"), 200)["paths"]
     if "/v1/keys" in paths:

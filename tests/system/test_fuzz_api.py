@@ -46,7 +46,13 @@ def test_every_operation_answers_as_documented(
     operations = [result.ok().label for result in schema.get_all_operations()]
     assert len(operations) >= 30
     assert set(report.calls) == set(operations), "every operation was exercised"
-    with_ids = [label for label in operations if "{" in label]
+    # A learned policy to evaluate, activate or retire is trained by a worker, which this
+    # run has not (tests/api/test_policies.py does that): those only must never fail.
+    trained = {
+        f"{verb} /v1/policies/{{policy_id}}/{action}"
+        for verb, action in (("POST", "evaluate"), ("POST", "activate"), ("POST", "retire"))
+    }
+    with_ids = [label for label in operations if "{" in label and label not in trained]
     # Seeded ids reach real records: each operation on one succeeded at least once.
     assert [label for label in with_ids if report.succeeded(label) == 0] == []
     failures = "\n\n".join(

@@ -1,0 +1,189 @@
+"""Judging a learned recall policy on logged decisions: each decision parsed from its
+transition, both policies' distributions rebuilt from its state, and the off-policy
+estimates (app/learning/offpolicy.py). Pure: no I/O."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from functools import partial
+from typing import Any
+
+import numpy as np
+import orjson
+
+from app.learning import offpolicy
+from app.learning.bandit import RewardModel
+from app.learning.features import CANDIDATE_FEATURES, REQUEST_FEATURES, as_candidate
+from app.learning.policy import (
+    EXPLORED_OUT,
+    NO_GAIN,
+    OVER_BUDGET,
+    OVER_K,
+    POLICY_ID,
+    POLICY_VERSION,
+    UNREACHED,
+    Candidate,
+    plan,
+)
+
+# Suppressions a policy's own fill or exploration made: the candidate was eligible.
+SOFT_REASONS = {OVER_K, OVER_BUDGET, NO_GAIN, UNREACHED, EXPLORED_OUT}
+_WIDTH = len(CANDIDATE_FEATURES)
+_REQ = len(REQUEST_FEATURES)
+_BUDGET = REQUEST_FEATURES.index("token_budget")
+_K = REQUEST_FEATURES.index("k")
+_SCOPE_KEYS = REQUEST_FEATURES.index("n_scope_keys")
+
+
+@dataclass
+class Logged:
+    """One completed transition, parsed."""
+
+    id: str
+    created_at: datetime
+    policy_id: str
+    policy_version: int
+    propensity: float
+    reward: float
+    request: np.ndarray
+    rows: np.ndarray  # (n, CANDIDATE_FEATURES)
+    ids: list[str]
+    actions: list[int]
+    inclusion: list[float]
+    action: dict[str, Any] | None = None
+
+    def selected_only(self) -> Logged:
+        """The same decision with only its selected candidates (what training reads)."""
+        keep = [i for i, a in enumerate(self.actions) if a and i < len(self.rows)]
+        return replace(
+            self,
+            rows=self.rows[keep],
+            ids=[self.ids[i] for i in keep],
+            actions=[1] * len(keep),
+            inclusion=[self.inclusion[i] for i in keep],
+        )
+
+
+def parse(row: Any) -> Logged | None:
+    """None for a row logged before the dataset's parts were stored with it."""
+    if row.observation_vector is None or row.dataset_lists is None or row.reward is None:
+        return None
+    vector = np.asarray(row.observation_vector, dtype=np.float64)
+    lists = orjson.loads(row.dataset_lists)
+    action = getattr(row, "action", None)
+    return Logged(
+        id=row.id,
+        created_at=row.created_at,
+        policy_id=row.policy_id,
+        policy_version=row.policy_version,
+        propensity=float(row.propensity),
+        reward=float(row.reward),
+        request=vector[:_REQ],
+        rows=vector[_REQ:].reshape(-1, _WIDTH),
+        ids=lists["candidate_ids"],
+        actions=lists["actions"],
+        inclusion=lists["inclusion_pscores"],
+        action=action,
+    )
+
+
+@dataclass
+class Judged:
+    """The evaluation's inputs gathered decision by decision."""
+
+    policy: list[offpolicy.Term] = field(default_factory=list)
+    baseline: list[offpolicy.Term] = field(default_factory=list)
+    rewards: list[float] = field(default_factory=list)
+    logged_predictions: list[float] = field(default_factory=list)
+    unusable: int = 0
+
+
+def _eligible(d: Logged) -> tuple[list[Candidate], np.ndarray, list[str]]:
+    suppressed = (d.action or {}).get("suppressed", {})
+    keep = [i for i, mid in enumerate(d.ids) if d.actions[i] or suppressed.get(mid) in SOFT_REASONS]
+    scope_keys = int(d.request[_SCOPE_KEYS])
+    rows = d.rows[keep]
+    cands = [
+        as_candidate(d.ids[i], values, n_scope_keys=scope_keys)
+        for i, values in zip(keep, rows.tolist(), strict=True)
+    ]
+    return cands, rows, [d.ids[i] for i in keep]
+
+
+def _gains(
+    model: RewardModel | None, rows: np.ndarray, request: np.ndarray, ids: list[str]
+) -> dict[str, float] | None:
+    if model is None:
+        return None
+    values = model.gains(rows, np.repeat(request[None, :], len(rows), axis=0))
+    return dict(zip(ids, values.tolist(), strict=True))
+
+
+def judge(
+    decisions: Sequence[Logged],
+    *,
+    model: RewardModel,
+    logging_models: Mapping[str, RewardModel],
+    epsilon: float,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Off-policy evaluation of `model`'s policy against baseline_v0 on logged decisions.
+    A decision counts when its logging policy can be rebuilt: baseline_v0 of this version,
+    or a learned policy of `logging_models`."""
+    found = Judged()
+    for d in decisions:
+        logged_eps = (d.action or {}).get("epsilon")
+        if d.policy_id == POLICY_ID:
+            logging_model = None
+            known = d.policy_version == POLICY_VERSION
+        else:
+            logging_model = logging_models.get(d.policy_id)
+            known = logging_model is not None
+        if not known or logged_eps is None:
+            found.unusable += 1
+            continue
+        cands, rows, ids = _eligible(d)
+        budget, k = int(d.request[_BUDGET]), int(d.request[_K])
+        target_gains = _gains(model, rows, d.request, ids) or {}
+
+        rebuilt = partial(plan, cands, token_budget=budget, k=k, max_sensitivity="restricted")
+        baseline = rebuilt(epsilon=epsilon)
+        reach = baseline.reach() if epsilon > 0 else rebuilt(epsilon=1.0).reach()
+        if logging_model is None and float(logged_eps) == epsilon:
+            logging = baseline
+        else:
+            logged_gains = _gains(logging_model, rows, d.request, ids)
+            logging = rebuilt(epsilon=float(logged_eps), gains=logged_gains, reach=reach)
+        target = rebuilt(epsilon=epsilon, gains=target_gains, reach=reach)
+        selected = frozenset(mid for mid, a in zip(d.ids, d.actions, strict=False) if a)
+        out = offpolicy.terms(
+            logging,
+            [target, baseline],
+            selected=selected,
+            inclusion=dict(zip(d.ids, d.inclusion, strict=False)),
+            gains=target_gains,
+            intercept=model.intercept,
+        )
+        if out is None:
+            found.unusable += 1
+            continue
+        (p, b), predicted = out
+        found.policy.append(p)
+        found.baseline.append(b)
+        found.rewards.append(d.reward)
+        found.logged_predictions.append(predicted)
+    summary = offpolicy.summarise(
+        found.policy,
+        found.baseline,
+        rewards=found.rewards,
+        logged_predictions=found.logged_predictions,
+        unusable=found.unusable,
+        seed=seed,
+    )
+    summary["epsilon"] = epsilon
+    if decisions:
+        summary["since"] = decisions[0].created_at.isoformat()
+        summary["until"] = decisions[-1].created_at.isoformat()
+    return summary
