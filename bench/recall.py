@@ -8,7 +8,10 @@ In one run, against the real server (uvicorn, one worker, SQLite + LevelDB):
 - dataset export: completed transitions per second streamed as NDJSON, and the
   server's memory before and after.
 
-    python -m bench.recall [--sizes 10000,100000] [--queries 300]
+- with --policy, recall latency with a learned policy deciding half the recalls against
+  baseline_v0 deciding the other half, in the same run.
+
+    python -m bench.recall [--sizes 10000,100000] [--queries 300] [--policy]
 """
 
 from __future__ import annotations
@@ -124,6 +127,37 @@ async def recall_latency(url: str, tasks: list[str]) -> list[float]:
     return times
 
 
+async def policy_latency(url: str, tasks: list[str]) -> dict[str, list[float]]:
+    """A learned policy trained on the recalls made so far (each rewarded at random),
+    forced in as the canary for half the recalls: latency by the policy that decided."""
+    rng = random.Random(3)
+    async with httpx.AsyncClient(base_url=url, timeout=120) as client:
+        params: dict[str, Any] = {"status": "pending", "limit": 200}
+        while True:
+            page = (await client.get("/v1/rl/transitions", params=params)).json()
+            for t in page["items"]:
+                body = {"recall_id": t["id"], "value": rng.gauss(0.5, 0.3)}
+                await client.post("/v1/rewards", json=body)
+            if not page["next_cursor"]:
+                break
+            params["cursor"] = page["next_cursor"]
+        policy = (await client.post("/v1/policies/train", json={})).json()
+        while policy["status"] == "training":
+            await asyncio.sleep(0.2)
+            policy = (await client.get(f"/v1/policies/{policy['id']}")).json()
+        body = {"canary_share": 0.5, "force": True, "reason": "latency benchmark"}
+        r = await client.post(f"/v1/policies/{policy['id']}/activate", json=body)
+        assert r.status_code == 200, r.text
+        times: dict[str, list[float]] = {"baseline_v0": [], "learned": []}
+        for task in tasks * 2:
+            t0 = time.perf_counter()
+            r = await client.post("/v1/recall", json={"task": task, "token_budget": 400, "k": 8})
+            elapsed = (time.perf_counter() - t0) * 1000
+            decided = r.json()["policy"]["id"]
+            times["baseline_v0" if decided == "baseline_v0" else "learned"].append(elapsed)
+        return times
+
+
 def inflect(word: str) -> str:
     """Another form of the word: plural/singular or -ing/-ed swaps."""
     for old, new in (("ing", "ed"), ("ed", "ing"), ("ies", "y"), ("es", ""), ("s", "")):
@@ -194,6 +228,9 @@ async def main() -> None:
     parser.add_argument("--labelled", type=int, default=200)
     parser.add_argument("--transitions", type=int, default=30_000)
     parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument(
+        "--policy", action="store_true", help="also recall with a learned policy (same run)"
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     t0 = time.perf_counter()
@@ -220,6 +257,14 @@ async def main() -> None:
                 print(
                     f"recall, {size:>7} memories: p50 {pct(lat, 50):6.1f} ms  p95 {pct(lat, 95):6.1f} ms  p99 {pct(lat, 99):6.1f} ms  ({len(lat)} recalls, one client)"
                 )
+                if size == sizes[-1] and args.policy:
+                    by = await policy_latency(server.url, tasks)
+                    base, learned = pct(by["baseline_v0"], 50), pct(by["learned"], 50)
+                    print(
+                        f"recall with a learned policy as the canary for half the recalls, {size} memories: "
+                        f"p50 {learned:.1f} ms ({len(by['learned'])} recalls) against baseline_v0's {base:.1f} ms "
+                        f"({len(by['baseline_v0'])}): ratio {learned / base:.2f} (target <= 1.2)"
+                    )  # fmt: skip
                 if size == sizes[-1]:
                     q = await quality(server.url, texts[:size], args.labelled)
                     print(

@@ -69,6 +69,9 @@ class DatasetMetadata(BaseModel):
                         "scheme": "epsilon_move",
                         "epsilon": 0.1,
                     },
+                    "policies": [
+                        {"id": "baseline_v0", "version": 3, "kind": "rules", "status": "active"}
+                    ],
                 }
             ]
         }
@@ -93,6 +96,11 @@ class DatasetMetadata(BaseModel):
     action_catalogue: list[str] = Field(description="Every mode a candidate can be logged with")
     reward_spec: dict[str, Any] = Field(description="How a reward's scalar is computed")
     exploration: dict[str, Any] = Field(description="The logging policy's exploration scheme")
+    policies: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Every policy a row's `policy_id` can name: id, version, kind, status and "
+        "parent (the namespace's learned policies, and baseline_v0)",
+    )
 
 
 # What a column of each kind is in JSON Schema (an NDJSON line; Parquet's types match).

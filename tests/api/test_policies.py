@@ -126,6 +126,11 @@ async def test_a_policy_learned_from_logs_is_judged_better_and_decides_as_a_cana
     transitions = (await client.get("/v1/rl/transitions", params=params)).json()["items"]
     assert len(transitions) == 60  # each logged with the policy that decided it
     assert all(t["action"]["epsilon"] == 0.3 for t in transitions)
+    metadata = (await client.get("/v1/rl/metadata")).json()
+    named = {p["id"]: p for p in metadata["policies"]}
+    assert named[policy["id"]]["status"] == "canary"
+    assert named[policy["id"]]["parent_id"] == "baseline_v0"
+    assert "learned" in metadata["fields"]["policy_id"]
 
     r = await client.post(f"/v1/policies/{policy['id']}/retire")
     assert r.status_code == 200

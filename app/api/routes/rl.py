@@ -17,6 +17,7 @@ from app.schemas.filters import DatasetFilters
 from app.schemas.recall import TransitionPage
 from app.schemas.service import DatasetMetadata, dataset_answer
 from app.services import dataset, pagination
+from app.services.policies import PolicyService
 from app.services.transitions import TransitionService
 
 router = APIRouter(prefix="/v1", tags=["rl"])
@@ -133,6 +134,14 @@ async def download_dataset(
 
 
 @router.get("/rl/metadata", response_model=DatasetMetadata, responses=error_responses(401, 503))
-async def dataset_metadata(principal: ReaderDep, settings: SettingsDep) -> dict[str, Any]:
-    """Schema version, feature names, vector layouts, action catalogue, reward spec."""
-    return dataset.metadata(settings.recall)
+async def dataset_metadata(
+    principal: ReaderDep, session: SessionDep, settings: SettingsDep
+) -> dict[str, Any]:
+    """Schema version, feature names, vector layouts, action catalogue, reward spec, and
+    the policies that decided the logged recalls."""
+    service = PolicyService(session, recall=settings.recall, learning=settings.learning)
+    found = await service.list(principal.namespace)
+    keep = ("id", "version", "kind", "status", "parent_id", "created_at")
+    return dataset.metadata(settings.recall) | {
+        "policies": [p.model_dump(mode="json", include=set(keep)) for p in found]
+    }

@@ -84,8 +84,14 @@ TRANSITIONS = Table(
         Column("task_id", "string", Attr("task_id")),
         Column("agent_id", "string", Attr("agent_id")),
         Column("task_type", "string", Attr("task_type")),
-        Column("policy_id", "string", Attr("policy_id")),
-        Column("policy_version", "int64", Attr("policy_version")),
+        Column(
+            "policy_id",
+            "string",
+            Attr("policy_id"),
+            "the policy that decided (baseline_v0, or a learned one: see `policies`); "
+            "pscore and inclusion_pscores are that policy's",
+        ),
+        Column("policy_version", "int64", Attr("policy_version"), "the deciding policy's version"),
         Column("created_at", "timestamp", Attr("created_at")),
         Column("completed_at", "timestamp", Attr("completed_at")),
         Column(
