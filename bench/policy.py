@@ -2,7 +2,7 @@
 bench/policyworld.py, over several seeds, each against the real server (SQLite + LevelDB,
 its own worker).
 
-Per seed: baseline_v0 explores (epsilon 0.2) for --logged rewarded recalls; a policy is
+Per seed: baseline_v0 explores (--epsilon) for --logged rewarded recalls; a policy is
 trained on them and evaluated off-policy on the held-out share; it is activated for every
 recall (canary share 1) and decides --online more. Then a shifted workload (the
 low-confidence notes are the right ones) is logged by baseline_v0 for --shifted recalls,
@@ -15,8 +15,8 @@ point and of the interval's ends), how often the estimate's interval holds the l
 policy's true online value, and what the evaluator said of the shift and of the logs
 without exploration.
 
-    python -m bench.policy [--seeds 10] [--logged 3000] [--online 500] [--shifted 2000]
-        [--off 500] [--concurrency 4]
+    python -m bench.policy [--seeds 10] [--epsilon 0.4] [--logged 3000] [--online 500]
+        [--shifted 2000] [--off 500] [--concurrency 4]
 """
 
 from __future__ import annotations
@@ -70,7 +70,9 @@ def share(flags: Sequence[bool]) -> str:
     return f"{sum(flags)}/{len(flags)}"
 
 
-def table(proofs: list[Proof], refusals: list[tuple[dict[str, Any], int]]) -> str:
+def table(
+    proofs: list[Proof], refusals: list[tuple[dict[str, Any], int]], *, epsilon: float
+) -> str:
     evals = [p.evaluation for p in proofs]
     rows = [
         "| seed | baseline true | learned true | learned DR [95%] | verdict | shifted: DR policy / baseline | shifted verdict, activate |",
@@ -95,7 +97,7 @@ def table(proofs: list[Proof], refusals: list[tuple[dict[str, Any], int]]) -> st
         "|---|---:|---:|---:|---:|",
     ]
     for who, name, true in (
-        ("baseline", "baseline_v0 (epsilon 0.2)", [p.baseline_true for p in proofs]),
+        ("baseline", f"baseline_v0 (epsilon {epsilon:g})", [p.baseline_true for p in proofs]),
         ("policy", "learned (linear bandit)", [p.learned_true for p in proofs]),
     ):
         rows.append(
@@ -145,7 +147,7 @@ async def one_seed(seed: int, args: argparse.Namespace) -> tuple[Proof, tuple[di
             Path(tmp) / "on",
             ENGRAM_LOG_REQUESTS="false",
             ENGRAM_RECALL__SEED=str(seed),
-            ENGRAM_RECALL__EPSILON="0.2",
+            ENGRAM_RECALL__EPSILON=str(args.epsilon),
         ).start()
         try:
             async with httpx.AsyncClient(base_url=server.url, timeout=120) as client:
@@ -180,6 +182,7 @@ async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--first-seed", type=int, default=1)
+    parser.add_argument("--epsilon", type=float, default=0.4)
     parser.add_argument("--logged", type=int, default=3000)
     parser.add_argument("--online", type=int, default=500)
     parser.add_argument("--shifted", type=int, default=2000)
@@ -202,7 +205,7 @@ async def main() -> None:
         )
     print(f"`{' '.join(['python -m bench.policy', *sys.argv[1:]])}`")
     print(f"({time.perf_counter() - started:.0f} s)\n")
-    print(table(proofs, refusals))
+    print(table(proofs, refusals, epsilon=args.epsilon))
 
 
 if __name__ == "__main__":

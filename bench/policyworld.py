@@ -4,8 +4,8 @@ the off-policy evaluator can tell when it would not (pure, seeded; no I/O).
 Each task type has a pool of notes (memories) that all share words with the task, so
 recall's search finds every one of them. Each note has a hidden effect on the reward of a
 recall that selects it: helpful (+), neutral (0) or harmful (-, a stale note). A recall's
-reward is the sum of the selected notes' effects plus Gaussian noise; its true value is
-the same sum without the noise.
+reward is BASE plus the selected notes' effects plus Gaussian noise; its true value is the
+same without the noise.
 
 A pool is laid out so that baseline_v0's order (criticality first) falls for a stale note:
 - decoy: harmful; the highest criticality (below 0.7: never a hard constraint), every
@@ -13,12 +13,15 @@ A pool is laid out so that baseline_v0's order (criticality first) falls for a s
 - core (3): helpful; the next criticalities;
 - hidden: helpful; a low criticality; fits in the decoy's place;
 - neutral and stale notes: effect 0 and harmful; low criticalities; too long to join the
-  core and the hidden note in the token budget.
+  core and the hidden note in the token budget; one of each fits in the decoy's place,
+  the rest in no place.
 Baseline's first choice is the decoy and the core; the best choice is the core and the
-hidden note, one swap away, so baseline's exploration (an epsilon swap) logs it now and
+hidden note, one swap away, so baseline's exploration (an epsilon move) logs it now and
 then. Only statistics tell the notes apart: confidence is drawn from overlapping ranges
-per effect (helpful 0.7-0.95, neutral 0.5-0.8, harmful 0.3-0.6), and stale notes are
-more often reflections.
+per effect (helpful 0.7-0.95, neutral 0.5-0.8, harmful 0.3-0.6), and the memory type
+from lists per effect that share a type (helpful notes are mostly facts and preferences,
+neutral ones tool memories and document references, stale ones reflections and project
+states).
 
 The shifted world (`PolicyWorld(seed, shifted=True)`) is the same kind of world on other
 tasks, where the low-confidence notes are the right ones: the decoy and the stale notes
@@ -38,6 +41,9 @@ Role = Literal["decoy", "core", "hidden", "neutral", "stale"]
 BUDGET = 300
 K = 8
 NOISE = 0.15
+# A recall's value before its notes: rewards then stay within -1 and 1 but for a rare
+# explored pick of two stale notes, the scale expected_utility assumes.
+BASE = -0.5
 HELPFUL = (0.2, 0.4)
 HARMFUL = (-0.5, -0.3)
 CONFIDENCE = {"helpful": (0.7, 0.95), "neutral": (0.5, 0.8), "harmful": (0.3, 0.6)}
@@ -62,8 +68,12 @@ FILLER = (
     "owner weekly thread window review channel kept earlier draft wiki summary follow "
     "later team board person handover meeting agreed quarter sprint ticket notebook"
 ).split()
-HELPFUL_TYPES = ("fact", "preference", "tool_memory", "document_reference")
-STALE_TYPES = ("reflection", "reflection", "fact", "project_state")
+# Memory types by effect, drawn uniformly: mostly the effect's own, one shared with another.
+TYPES = {
+    "helpful": ("fact", "fact", "preference", "preference", "tool_memory"),
+    "neutral": ("tool_memory", "tool_memory", "document_reference", "document_reference", "fact"),
+    "harmful": ("reflection", "reflection", "project_state", "project_state", "fact"),
+}
 
 
 @dataclass(frozen=True)
@@ -126,11 +136,13 @@ class PolicyWorld:
         stale: int = 2,
         shifted: bool = False,
         noise: float = NOISE,
+        base: float = BASE,
     ) -> None:
         assert 1 <= task_types <= len(TASKS) // 2
         self.seed = seed
         self.shifted = shifted
         self.noise = noise
+        self.base = base
         self.budget = BUDGET
         self.k = K
         rng = random.Random(f"policyworld-{seed}-{shifted}")
@@ -164,8 +176,13 @@ class PolicyWorld:
             ),
             ("hidden", hidden_tokens, low[0] / 1000, rng.randint(1, 3)),
             *(
-                (role, rng.randint(max(30, room + 1), 120), c / 1000, rng.randint(1, 3))
-                for role, c in zip(others, low[1:], strict=True)
+                (
+                    role,
+                    self._tokens(rng, j, others, room=room, swap=left + decoy_tokens),
+                    c / 1000,
+                    rng.randint(1, 3),
+                )
+                for j, (role, c) in enumerate(zip(others, low[1:], strict=True))
             ),
         ]
         notes = []
@@ -176,13 +193,12 @@ class PolicyWorld:
                 effect = _uniform(rng, HARMFUL)
             # The look of a note (its confidence, its type) follows the unshifted kind.
             looks = self._kind(role, shifted=False)
-            types = STALE_TYPES if looks == "harmful" else HELPFUL_TYPES
             notes.append(
                 Note(
                     id=f"pw{int(self.shifted)}-{self.seed}-{name}-{i}",
                     task_type=name,
                     role=role,
-                    type=rng.choice(types),
+                    type=rng.choice(TYPES[looks]),
                     content=text(rng.sample(words, n_words), tokens, rng),
                     tokens=tokens,
                     criticality=criticality,
@@ -191,6 +207,16 @@ class PolicyWorld:
                 )
             )
         return TaskType(name, task, tuple(notes))
+
+    @staticmethod
+    def _tokens(rng: random.Random, j: int, others: list[Role], *, room: int, swap: int) -> int:
+        """The j-th other note's length: the first neutral and the first stale note may
+        take the decoy's place (`swap` tokens) when the baseline explores, the rest are
+        too long for any place. The fewer the options, the more often exploration logs
+        the hidden note in the decoy's place, which is what the evaluator learns from."""
+        if others.index(others[j]) == j:
+            return rng.randint(max(30, room + 1), swap)
+        return rng.randint(swap + 1, swap + 30)
 
     def _kind(self, role: Role, *, shifted: bool | None = None) -> str:
         shifted = self.shifted if shifted is None else shifted
@@ -218,9 +244,9 @@ class PolicyWorld:
         return rng.choice(self.task_types).name
 
     def value(self, selected: Iterable[str]) -> float:
-        """The true value of a selection: the sum of its notes' effects (ids of other
+        """The true value of a selection: the base and its notes' effects (ids of other
         memories count 0)."""
-        return sum(self.notes[i].effect for i in selected if i in self.notes)
+        return self.base + sum(self.notes[i].effect for i in selected if i in self.notes)
 
     def reward(self, selected: Iterable[str], rng: random.Random) -> float:
         return round(self.value(selected) + rng.gauss(0.0, self.noise), 6)
@@ -236,11 +262,11 @@ class PolicyWorld:
     def best(self, name: str) -> tuple[float, list[str]]:
         """The best selection under the budget and k, by brute force, and its value."""
         notes = self.task_type(name).notes
-        best: tuple[float, list[str]] = (0.0, [])
+        best: tuple[float, list[str]] = (self.base, [])
         for r in range(1, min(self.k, len(notes)) + 1):
             for combo in itertools.combinations(notes, r):
                 if sum(n.tokens for n in combo) <= self.budget:
-                    v = sum(n.effect for n in combo)
+                    v = self.base + sum(n.effect for n in combo)
                     if v > best[0] + 1e-9:
                         best = (v, [n.id for n in combo])
         return best

@@ -83,7 +83,7 @@ def test_notes_are_valid_memories_whose_token_cost_recall_counts_as_the_world_do
         MemoryCreate.model_validate(body)
         note = world.notes[body["id"]]
         assert token_estimate(body["content"]) == note.tokens
-        assert 30 <= note.tokens <= 120
+        assert 30 <= note.tokens <= 150
         assert "effect" not in body
         assert note.criticality < 0.7  # no hard constraint decides for the policy
 
@@ -143,6 +143,10 @@ def test_confidence_tells_the_effects_apart_only_statistically() -> None:
     # The ranges overlap: no threshold on confidence alone sorts every note.
     assert max(by_sign[-1]) > min(by_sign[0])
     assert max(by_sign[0]) > min(by_sign[1])
+    # Types lean the same way, with a type shared between effects.
+    helpful_types = [n.type for n in notes if n.effect > 0]
+    assert sum(t in ("fact", "preference") for t in helpful_types) / len(helpful_types) > 0.6
+    assert {n.type for n in notes if n.effect < 0} & set(helpful_types)
     # In the shifted world the low-confidence notes are the helpful ones.
     shifted = [n for s in SEEDS for n in PolicyWorld(s, shifted=True).notes.values()]
     helped = statistics.mean(n.confidence for n in shifted if n.effect > 0 and n.role != "core")
@@ -158,5 +162,11 @@ def test_rewards_are_the_true_value_plus_noise() -> None:
     assert statistics.mean(rewards) == pytest.approx(world.value(pick), abs=0.01)
     assert statistics.stdev(rewards) == pytest.approx(world.noise, rel=0.05)
     assert world.value(["not-a-note", *pick]) == world.value(pick)
+    # The rewards of the choices that matter stay within -1 and 1 (expected_utility's
+    # scale), in both worlds.
+    for w in (world, PolicyWorld(2, shifted=True)):
+        for t in w.task_types:
+            for choice in (w.first_choice(t.name), w.learned_choice(t.name), w.best(t.name)[1]):
+                assert -1 <= w.value(choice) <= 1
     names = [world.sample(rng) for _ in range(600)]
     assert {names.count(t.name) for t in world.task_types} <= set(range(70, 131))

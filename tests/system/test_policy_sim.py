@@ -1,0 +1,99 @@
+"""Proof that a recall policy learned from the logged dataset beats baseline_v0 and is
+trusted only as far as the off-policy evaluator backs it (bench/policyworld.py; the deep
+version is `python -m bench.policy`): the learned policy's true online value beats the
+baseline's, the evaluator's interval holds it, logs without exploration get no verdict,
+and a policy judged on a shifted workload is caught before it decides anything."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from app.core.config import Settings
+from app.worker.runner import Worker
+from tests.system.policy_drive import estimate, prove, without_exploration
+
+SEED = 7
+# Exploration of the logged policy: each move is one of a few dozen, and at 0.4 the
+# short run logs each often enough for the evaluator (bench/policy.py compares 0.2).
+EPSILON = 0.4
+LOGGED = 800  # baseline_v0's recalls, exploring, that the policy is trained on
+ONLINE = 150  # recalls the learned policy decides
+SHIFTED = 400  # baseline_v0's recalls on the shifted workload
+MARGIN = 0.3  # of true reward per recall; the world's gap is 0.5 to 0.9
+
+
+@pytest.fixture
+def settings(settings: Settings, request: pytest.FixtureRequest) -> Settings:
+    settings.recall.seed = SEED  # the recall policy's exploration too, so runs repeat
+    settings.recall.epsilon = getattr(request, "param", EPSILON)
+    settings.learning.worker = False  # the test runs the jobs itself
+    return settings
+
+
+def drain(app: FastAPI) -> Worker:
+    state = app.state.engram
+    return Worker(state.transactions, state.settings.learning)
+
+
+async def check_proof(app: FastAPI, client: httpx.AsyncClient, *, seed: int) -> None:
+    proof = await prove(
+        client,
+        seed=seed,
+        logged=LOGGED,
+        online=ONLINE,
+        shifted=SHIFTED,
+        wait=drain(app).drain,
+    )
+    evaluation = proof.evaluation
+    assert evaluation["verdict"] == "better", evaluation
+    assert proof.activated == 200
+    # The canary kept deciding: its reward did not fall below the baseline's interval.
+    assert proof.learned_recalls == ONLINE
+    assert proof.learned_true - proof.baseline_true >= MARGIN, proof
+    assert proof.covered("policy"), (proof.learned_true, evaluation["estimates"])
+    assert proof.covered("baseline"), (proof.baseline_true, evaluation["estimates"])
+
+    # On the shifted workload the same training's estimate drops below the baseline's,
+    # and the policy is not let near a recall.
+    shifted = proof.shifted
+    assert proof.shifted_baseline_true - proof.shifted_learned_true >= MARGIN, proof
+    assert shifted["verdict"] != "better", shifted
+    assert shifted["estimates"] is not None, shifted
+    dropped = estimate(shifted, "policy")["value"]
+    assert dropped < estimate(evaluation, "policy")["value"], shifted
+    assert dropped < estimate(shifted, "baseline")["value"], shifted
+    assert proof.shifted_activated == 409
+
+
+async def test_a_learned_policy_beats_the_baseline_and_its_evaluation_holds(
+    app: FastAPI, client: httpx.AsyncClient, backend: str
+) -> None:
+    if backend == "libsql":
+        pytest.skip("the simulations do not repeat on libSQL yet (test_learning_sim.py)")
+    await check_proof(app, client, seed=SEED)
+
+
+@pytest.mark.parametrize("settings", [0.0], indirect=True)
+async def test_without_exploration_the_evaluator_refuses_a_verdict(
+    app: FastAPI, client: httpx.AsyncClient, backend: str
+) -> None:
+    if backend == "libsql":
+        pytest.skip("the simulations do not repeat on libSQL yet (test_learning_sim.py)")
+    evaluation, activated = await without_exploration(
+        client, seed=SEED, logged=200, wait=drain(app).drain
+    )
+    assert evaluation["verdict"] == "refused", evaluation
+    assert "exploration" in evaluation["reason"], evaluation
+    assert activated == 409
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [1, 2, 3])
+async def test_other_worlds_too(
+    app: FastAPI, client: httpx.AsyncClient, seed: int, backend: str
+) -> None:
+    if backend == "libsql":
+        pytest.skip("the simulations do not repeat on libSQL yet (test_learning_sim.py)")
+    await check_proof(app, client, seed=seed)
