@@ -157,7 +157,7 @@ async def test_the_page_over_the_test_database(app: FastAPI, client: httpx.Async
     started = await client.post("/v1/policies/train", json={"holdout": 0.5})
     assert started.status_code == 202, started.text
     before = await client.get("/ui/policies")
-    assert "Not evaluated yet: training runs as a job." in before.text
+    assert "Evaluation pending: a job runs it." in before.text
     state = app.state.engram
     await Worker(state.transactions, state.settings.learning).drain()
 
