@@ -22,6 +22,7 @@ from bench.policyworld import PolicyWorld
 
 Wait = Callable[[], Awaitable[Any]]
 BASELINE = "baseline_v0"
+HOLDOUT = 0.3  # the latest share of the training window the evaluator judges on
 
 
 @dataclass
@@ -36,8 +37,11 @@ class Log:
     def add(self, policy: str, value: float) -> None:
         self.values.setdefault(policy, []).append(value)
 
-    def mean(self, policy: str) -> float:
+    def mean(self, policy: str, *, since: float = 0.0) -> float:
+        """The mean true value of the policy's recalls (from the `since` share on, in the
+        order they were made: exact with concurrency 1)."""
         values = self.values.get(policy, [])
+        values = values[round(len(values) * since) :]
         return sum(values) / len(values) if values else float("nan")
 
     def count(self, policy: str) -> int:
@@ -165,6 +169,7 @@ class Proof:
 
     seed: int
     baseline_true: float  # baseline_v0 (exploring) on the logged workload
+    baseline_holdout_true: float  # the same on the held-out (latest) share of it
     learned_true: float  # the learned policy online, on the same workload
     learned_recalls: int  # recalls it decided online (the canary may be rolled back)
     evaluation: dict[str, Any]  # of the learned policy, on its held-out logs
@@ -176,7 +181,7 @@ class Proof:
 
     def covered(self, who: str = "policy", how: str = "dr") -> bool:
         """The estimate's interval holds the true online value."""
-        true = self.learned_true if who == "policy" else self.baseline_true
+        true = self.learned_true if who == "policy" else self.baseline_holdout_true
         return within(true, estimate(self.evaluation, who, how))
 
 
@@ -195,7 +200,7 @@ async def prove(
     world = PolicyWorld(seed)
     await plant(client, world)
     logs = await run(client, world, n=logged, seed=seed, concurrency=concurrency)
-    learned = await train(client, wait, **logs.window())
+    learned = await train(client, wait, holdout=HOLDOUT, **logs.window())
     response = await activate(client, learned["id"])
     online_log = await run(
         client, world, n=online, seed=seed, concurrency=concurrency, start=logged
@@ -206,12 +211,13 @@ async def prove(
     other = PolicyWorld(seed, shifted=True)
     await plant(client, other)
     shifted_logs = await run(client, other, n=shifted, seed=seed, concurrency=concurrency)
-    again = await train(client, wait, **logs.window())
+    again = await train(client, wait, holdout=HOLDOUT, **logs.window())
     shifted_eval = await evaluate(client, again["id"], wait, window=shifted_logs.window())
     refused = await activate(client, again["id"])
     return Proof(
         seed=seed,
         baseline_true=logs.mean(BASELINE),
+        baseline_holdout_true=logs.mean(BASELINE, since=1 - HOLDOUT),
         learned_true=online_log.mean(learned["id"]),
         learned_recalls=online_log.count(learned["id"]),
         evaluation=learned["evaluation"],

@@ -53,7 +53,6 @@ async def check_proof(app: FastAPI, client: httpx.AsyncClient, *, seed: int) -> 
     assert proof.learned_recalls == ONLINE
     assert proof.learned_true - proof.baseline_true >= MARGIN, proof
     assert proof.covered("policy"), (proof.learned_true, evaluation["estimates"])
-    assert proof.covered("baseline"), (proof.baseline_true, evaluation["estimates"])
 
     # On the shifted workload the same training's estimate drops below the baseline's,
     # and the policy is not let near a recall.
