@@ -2,9 +2,10 @@
 
 A recall's reward is modelled as additive over what it selected:
     reward ≈ intercept + Σ_{c selected} gain(c),    gain(c) = β · φ(c, request)
-where φ is the candidate's logged features (standardised, and their squares), its type and
-status as one-hot columns, and two features of the candidate within its request (its share
-of the token budget, its rank among the candidates). Fitted by ridge regression on the
+where φ is the candidate's logged features (clipped to their range in training,
+standardised, and their squares; expected_utility, a clipped copy of reward_mean, left
+out), its type and status as one-hot columns, and two features of the candidate within its
+request (its share of the token budget, its rank among the candidates). Fitted by ridge regression on the
 logged transitions, each weighted by its inverse propensity (clipped): decisions the
 behaviour policy rarely makes, which show what its usual ones do not, count more.
 
@@ -24,8 +25,16 @@ from app.learning.encodings import MEMORY_STATUSES, MEMORY_TYPES
 from app.learning.features import CANDIDATE_FEATURES, REQUEST_FEATURES, SCHEMA_VERSION
 
 KIND = "linear_bandit"
-BASIS_VERSION = 1
-NUMERIC = [f for f in CANDIDATE_FEATURES if f not in ("present", "type_index", "status_index")]
+# 2: expected_utility left out (a clipped copy of reward_mean: the fit gave the two large
+# opposite weights, which stopped cancelling once rewards passed the clip), and each
+# feature clipped to the range it had in training (no extrapolation, e.g. of counters
+# that keep growing under a new policy).
+BASIS_VERSION = 2
+NUMERIC = [
+    f
+    for f in CANDIDATE_FEATURES
+    if f not in ("present", "type_index", "status_index", "expected_utility")
+]
 _NUMERIC = [CANDIDATE_FEATURES.index(f) for f in NUMERIC]
 _TYPE = CANDIDATE_FEATURES.index("type_index")
 _STATUS = CANDIDATE_FEATURES.index("status_index")
@@ -44,10 +53,13 @@ BASIS = [
 Floats = NDArray[np.float64]
 
 
-def basis(rows: Floats, requests: Floats, mean: Floats, scale: Floats) -> Floats:
+def basis(
+    rows: Floats, requests: Floats, mean: Floats, scale: Floats, low: Floats, high: Floats
+) -> Floats:
     """φ of each candidate row (CANDIDATE_FEATURES) given its request's row (REQUEST_FEATURES,
-    of which it uses token_budget and n_candidates, known before the decision)."""
-    z = np.clip((rows[:, _NUMERIC] - mean) / scale, -6.0, 6.0)
+    of which it uses token_budget and n_candidates, known before the decision); the numeric
+    features clipped to [low, high], their range in training."""
+    z = (np.clip(rows[:, _NUMERIC], low, high) - mean) / scale
     n = len(rows)
     types = np.zeros((n, len(MEMORY_TYPES.names)))
     types[np.arange(n), rows[:, _TYPE].astype(np.int64)] = 1.0
@@ -64,12 +76,14 @@ class RewardModel:
     weights: Floats  # over BASIS
     mean: Floats  # of the NUMERIC features, for standardising
     scale: Floats
+    low: Floats  # their range in training
+    high: Floats
 
     def gains(self, rows: Floats, requests: Floats) -> Floats:
         """Predicted reward gain of selecting each candidate."""
         if len(rows) == 0:
             return np.zeros(0)
-        return basis(rows, requests, self.mean, self.scale) @ self.weights
+        return basis(rows, requests, self.mean, self.scale, self.low, self.high) @ self.weights
 
     def gains_of(
         self, features: dict[str, dict[str, float]], *, token_budget: int, k: int, n_scope_keys: int
@@ -91,6 +105,8 @@ class RewardModel:
             "weights": self.weights.tolist(),
             "mean": self.mean.tolist(),
             "scale": self.scale.tolist(),
+            "low": self.low.tolist(),
+            "high": self.high.tolist(),
         }
 
     @classmethod
@@ -102,6 +118,8 @@ class RewardModel:
             weights=np.asarray(data["weights"], dtype=np.float64),
             mean=np.asarray(data["mean"], dtype=np.float64),
             scale=np.asarray(data["scale"], dtype=np.float64),
+            low=np.asarray(data["low"], dtype=np.float64),
+            high=np.asarray(data["high"], dtype=np.float64),
         )
 
 
@@ -122,13 +140,13 @@ def fit(logs: Logs, *, l2: float, clip: float) -> tuple[RewardModel, dict[str, f
     n = len(logs.rewards)
     if len(logs.rows):
         numeric = logs.rows[:, _NUMERIC]
-        mean = numeric.mean(axis=0)
-        scale = numeric.std(axis=0)
+        mean, scale = numeric.mean(axis=0), numeric.std(axis=0)
+        low, high = numeric.min(axis=0), numeric.max(axis=0)
     else:
-        mean = np.zeros(len(NUMERIC))
-        scale = np.ones(len(NUMERIC))
+        mean, scale = np.zeros(len(NUMERIC)), np.ones(len(NUMERIC))
+        low, high = np.full(len(NUMERIC), -np.inf), np.full(len(NUMERIC), np.inf)
     scale = np.where(scale > 1e-9, scale, 1.0)
-    phi = basis(logs.rows, logs.requests[logs.owner], mean, scale)
+    phi = basis(logs.rows, logs.requests[logs.owner], mean, scale, low, high)
     x = np.zeros((n, len(BASIS)))
     np.add.at(x, logs.owner, phi)
     w = np.minimum(1.0 / np.maximum(logs.propensities, 1e-12), clip)
@@ -137,7 +155,7 @@ def fit(logs: Logs, *, l2: float, clip: float) -> tuple[RewardModel, dict[str, f
     penalty[0] = 0.0  # the intercept is not shrunk
     gram = (a * w[:, None]).T @ a + np.diag(penalty)
     beta: Floats = np.linalg.solve(gram, (a * w[:, None]).T @ logs.rewards).astype(np.float64)
-    model = RewardModel(float(beta[0]), beta[1:], mean, scale)
+    model = RewardModel(float(beta[0]), beta[1:], mean, scale, low, high)
     predicted = a @ beta
     residual = logs.rewards - predicted
     total = float(np.sum(w * (logs.rewards - np.average(logs.rewards, weights=w)) ** 2))
