@@ -5,7 +5,7 @@ canary's check after its recalls are rewarded."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -32,84 +32,83 @@ async def _models(transactions: Transactions, namespace: str) -> dict[str, Rewar
     return {r.id: RewardModel.from_json(r.model) for r in rows if r.model is not None}
 
 
-async def prepare_training(
-    transactions: Transactions, namespace: str, payloads: Mapping[str, dict[str, Any]]
+Run = Callable[[dict[str, Any], dict[str, RewardModel]], Awaitable[dict[str, Any]]]
+
+
+async def _prepare(
+    transactions: Transactions, namespace: str, payloads: Mapping[str, dict[str, Any]], run: Run
 ) -> dict[str, Any]:
+    """Each job's result, or its error: a failure is stored as the policy's rather than
+    retried (a retry would read and fit it all again, and the policy would stay pending)."""
     models = await _models(transactions, namespace)
     found: dict[str, Any] = {}
     for job_id, p in payloads.items():
         try:
-            found[job_id] = await policy_training.train(
-                transactions,
-                namespace,
-                since=_when(p["since"]),
-                until=_when(p["until"]),
-                holdout=p["holdout"],
-                l2=p["l2"],
-                clip=p["clip"],
-                epsilon=p["epsilon"],
-                logging_models=models,
-            )
+            found[job_id] = await run(p, models)
         except policy_training.NotEnoughData as exc:
             found[job_id] = {"error": str(exc)}
         except Exception as exc:
-            # Stored as the policy's failure rather than retried: a retry would read and
-            # fit it all again, and the policy would stay "training" until the last one.
-            log.exception("policy training failed", extra={"job_id": job_id})
-            found[job_id] = {"error": f"training failed: {type(exc).__name__}: {exc}"}
+            log.exception("policy job failed", extra={"job_id": job_id})
+            found[job_id] = {"error": f"{type(exc).__name__}: {exc}"}
     return found
+
+
+async def prepare_training(
+    transactions: Transactions, namespace: str, payloads: Mapping[str, dict[str, Any]]
+) -> dict[str, Any]:
+    async def run(p: dict[str, Any], models: dict[str, RewardModel]) -> dict[str, Any]:
+        return await policy_training.train(
+            transactions,
+            namespace,
+            since=_when(p["since"]),
+            until=_when(p["until"]),
+            holdout=p["holdout"],
+            l2=p["l2"],
+            clip=p["clip"],
+            epsilon=p["epsilon"],
+            logging_models=models,
+        )
+
+    return await _prepare(transactions, namespace, payloads, run)
 
 
 async def prepare_evaluation(
     transactions: Transactions, namespace: str, payloads: Mapping[str, dict[str, Any]]
 ) -> dict[str, Any]:
-    models = await _models(transactions, namespace)
-    found: dict[str, Any] = {}
-    for job_id, p in payloads.items():
-        model = models.get(p["policy_id"])
-        if model is None:
-            found[job_id] = {"error": "the policy has no model"}
-            continue
-        try:
-            found[job_id] = await policy_training.evaluate(
-                transactions,
-                namespace,
-                since=_when(p["since"]),
-                until=_when(p["until"]),
-                model=model,
-                epsilon=p["epsilon"],
-                logging_models=models,
-            )
-        except policy_training.NotEnoughData as exc:
-            found[job_id] = {"error": str(exc)}
-        except Exception as exc:
-            log.exception("policy evaluation failed", extra={"job_id": job_id})
-            found[job_id] = {"error": f"evaluation failed: {type(exc).__name__}: {exc}"}
-    return found
-
-
-async def store_training(
-    session: AsyncSession, namespace: str, jobs: Sequence[Job], context: JobContext
-) -> dict[str, Any]:
-    results = [
-        await policy_lifecycle.store_training(
-            session, namespace, j.payload["policy_id"], context.prepared[j.id]
+    async def run(p: dict[str, Any], models: dict[str, RewardModel]) -> dict[str, Any]:
+        if p["policy_id"] not in models:
+            return {"error": "the policy has no model"}
+        return await policy_training.evaluate(
+            transactions,
+            namespace,
+            since=_when(p["since"]),
+            until=_when(p["until"]),
+            model=models[p["policy_id"]],
+            epsilon=p["epsilon"],
+            logging_models=models,
         )
-        for j in jobs
-    ]
-    return {"policies": results}
+
+    return await _prepare(transactions, namespace, payloads, run)
 
 
-async def store_evaluation(
-    session: AsyncSession, namespace: str, jobs: Sequence[Job], context: JobContext
-) -> dict[str, Any]:
-    results = [
-        await policy_lifecycle.store_evaluation(
-            session, namespace, j.payload["policy_id"], context.prepared[j.id]
-        )
-        for j in jobs
-    ]
-    return {"policies": results}
+Store = Callable[[AsyncSession, str, str, dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+def _storing(store: Store) -> Callable[..., Awaitable[dict[str, Any]]]:
+    async def handler(
+        session: AsyncSession, namespace: str, jobs: Sequence[Job], context: JobContext
+    ) -> dict[str, Any]:
+        results = [
+            await store(session, namespace, j.payload["policy_id"], context.prepared[j.id])
+            for j in jobs
+        ]
+        return {"policies": results}
+
+    return handler
+
+
+store_training = _storing(policy_lifecycle.store_training)
+store_evaluation = _storing(policy_lifecycle.store_evaluation)
 
 
 async def check_canary(
