@@ -190,7 +190,9 @@ def summarise(
             )
         }
     w = np.array([t.weight for t in policy])[ok]
-    ess = float(w.sum() ** 2 / (w * w).sum()) if (w * w).sum() > 0 else 0.0
+    # Kish's effective sample size of the weights' magnitudes (pseudo-inverse weights
+    # can be negative, and their plain sum can cancel): at most the decisions' number.
+    ess = float(np.abs(w).sum() ** 2 / (w * w).sum()) if (w * w).sum() > 0 else 0.0
     found["ess"] = ess
     estimates = {}
     for name, chosen in (("policy", policy), ("baseline", baseline)):
