@@ -29,7 +29,6 @@ from numpy.typing import NDArray
 from app.learning.policy import Plan
 
 MIN_SUPPORTED = 0.95  # of the decisions, for a verdict
-MIN_ESS = 0.0
 LEVEL = 0.95
 Floats = NDArray[np.float64]
 
@@ -201,10 +200,6 @@ def summarise(
         parts = _bootstrap(weights, r, predicted, residual, rounds=rounds, seed=seed)
         estimates[name] = {k: v.to_json() for k, v in parts.items()}
     found["estimates"] = estimates
-    if ess < MIN_ESS:
-        return found | {
-            "reason": f"the effective sample size is {ess:.0f} (at least {MIN_ESS:.0f} needed)"
-        }
     low = estimates["policy"]["dr"]["low"]
     base = estimates["baseline"]["dr"]["value"]
     better = low > base
