@@ -5,9 +5,10 @@ A recall's reward is modelled as additive over what it selected:
 where φ is the candidate's logged features (clipped to their range in training,
 standardised, and their squares; expected_utility, a clipped copy of reward_mean, left
 out), its type and status as one-hot columns, and two features of the candidate within its
-request (its share of the token budget, its rank among the candidates). Fitted by ridge regression on the
-logged transitions, each weighted by its inverse propensity (clipped): decisions the
-behaviour policy rarely makes, which show what its usual ones do not, count more.
+request (its share of the token budget, its rank among the candidates). Fitted by ridge
+regression on the logged transitions, each weighted by its inverse propensity (clipped):
+decisions the behaviour policy rarely makes, which show what its usual ones do not, count
+more.
 
 The policy (app/learning/policy.py with `gains`) takes the constraints first, then the soft
 candidates by predicted gain while they fit, leaving out those with no predicted gain.

@@ -24,12 +24,13 @@ scoped to: a skill learned for the task's language comes before the general one.
 
 Exploration ("epsilon move"): with probability epsilon, one soft pick (not constraint
 mode) that can move is chosen uniformly, and either replaced by one feasible unselected
-eligible candidate or, when there are other soft picks, left out, uniformly among those
-options. A replacement is feasible when the selection still fits the budget with it. So:
+eligible candidate or, when there are other soft picks and the budget or k left a
+candidate out, left out, uniformly among those options. A replacement is feasible when
+the selection still fits the budget with it. So:
 - P(greedy selection) = 1 - epsilon (1 when no pick can move);
 - P(i replaced by j) = P(i left out) = epsilon / |A| / |O(i)|, where A is the set of soft
   picks that can move and O(i) the options of i (its feasible replacements, and leaving
-  it out when there are two soft picks or more);
+  it out when there are two soft picks or more and a candidate was left out);
 - inclusion probabilities follow from the same sums, and are logged per candidate.
 Leaving a pick out is what lets an evaluator judge a policy that selects fewer memories.
 """
@@ -211,8 +212,10 @@ def plan(
     rest = [(c, m) for c, m in eligible if c.memory_id not in chosen_ids]
 
     soft = [c for c, mode in chosen if mode != "constraint"]
-    # A pick may be left out only beside another soft pick: the sole one is only replaced.
-    drop = len(soft) >= 2
+    # A pick may be left out only beside another soft pick (the sole one is only replaced),
+    # and only when the rules left something out too: when every candidate fits, the
+    # selection is what the agent asked for, and exploration leaves it alone.
+    drop = len(soft) >= 2 and bool(rest)
     options: list[tuple[str, list[str]]] = []
     for c in sorted(soft, key=lambda c: c.memory_id):
         room = token_budget - used + c.token_cost

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-
 revision: str = "5e2a8c1f9b37"
 down_revision: str | None = "3c7d9e2f5a81"
 branch_labels: str | Sequence[str] | None = None

@@ -303,9 +303,14 @@ async def test_no_cross_namespace_reads(app: FastAPI, client: httpx.AsyncClient)
         ("GET /v1/policies", lambda: ("GET", "/v1/policies", None)),
         ("GET /v1/policies/{policy_id}", lambda: ("GET", "/v1/policies/baseline_v0", None)),
         *(
-            (f"{verb} /v1/policies/{{policy_id}}{tail}", lambda verb=verb, tail=tail, body=body: (
-                verb, f"/v1/policies/{rng.choice(made_b['policy'] + made_a['policy'])}{tail}", body
-            ))
+            (
+                f"{verb} /v1/policies/{{policy_id}}{tail}",
+                lambda verb=verb, tail=tail, body=body: (
+                    verb,
+                    f"/v1/policies/{rng.choice(made_b['policy'] + made_a['policy'])}{tail}",
+                    body,
+                ),
+            )
             for verb, tail, body in (
                 ("GET", "", None),
                 ("GET", "/evaluation", None),

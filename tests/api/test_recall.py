@@ -69,7 +69,8 @@ async def test_recall_applies_the_rules(client: httpx.AsyncClient, settings: Set
     assert "over the token budget" in reasons
 
 
-async def test_recall_scope(client: httpx.AsyncClient) -> None:
+async def test_recall_scope(client: httpx.AsyncClient, settings: Settings) -> None:
+    settings.recall.epsilon = 0.0  # what the scope lets through, not what exploration leaves out
     mine = await memory(
         client, "Use tabs in this repository.", scope={"level": "session", "session_id": "s1"}
     )

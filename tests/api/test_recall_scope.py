@@ -95,7 +95,10 @@ async def engram(
     PostgreSQL), or with FTS5's query (SQLite without the index)."""
     if request.param == "fts5" and backend == "postgresql":
         pytest.skip("FTS5 is SQLite's and libSQL's")
-    recall = settings.recall.model_copy(update={"search_index": request.param == "default"})
+    # epsilon 0: what each scope is given, not what exploration leaves out.
+    recall = settings.recall.model_copy(
+        update={"search_index": request.param == "default", "epsilon": 0.0}
+    )
     app = create_app(settings.model_copy(update={"recall": recall}))
     async with running(app) as client:
         if "search_index" in (await client.get("/ready")).json():
