@@ -14,7 +14,7 @@ import numpy as np
 import orjson
 
 from app.learning import offpolicy
-from app.learning.bandit import RewardModel
+from app.learning.bandit import Logs, RewardModel
 from app.learning.features import CANDIDATE_FEATURES, REQUEST_FEATURES, as_candidate
 from app.learning.policy import (
     EXPLORED_OUT,
@@ -86,6 +86,22 @@ def parse(row: Any) -> Logged | None:
         actions=lists["actions"],
         inclusion=lists["inclusion_pscores"],
         action=action,
+    )
+
+
+def logs_of(decisions: Sequence[Logged]) -> Logs:
+    """The decisions' selected candidates as the reward model's training arrays."""
+    rows, owner = [], []
+    for n, d in enumerate(decisions):
+        chosen = [i for i, a in enumerate(d.actions) if a]
+        rows.append(d.rows[chosen])
+        owner.extend([n] * len(chosen))
+    return Logs(
+        rows=np.vstack(rows) if rows else np.zeros((0, _WIDTH)),
+        owner=np.asarray(owner, dtype=np.int64),
+        requests=np.stack([d.request for d in decisions]) if decisions else np.zeros((0, _REQ)),
+        rewards=np.asarray([d.reward for d in decisions], dtype=np.float64),
+        propensities=np.asarray([d.propensity for d in decisions], dtype=np.float64),
     )
 
 

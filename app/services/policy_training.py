@@ -9,20 +9,16 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-import numpy as np
-
 from app.db.engine import Transactions
-from app.learning.bandit import Logs, RewardModel, fit
-from app.learning.features import CANDIDATE_FEATURES, REQUEST_FEATURES, SCHEMA_VERSION
+from app.learning.bandit import RewardModel, fit
+from app.learning.features import SCHEMA_VERSION
 from app.repositories.policies import PolicyRepository
-from app.services.policy_judge import Logged, judge, parse
+from app.services.policy_judge import Logged, judge, logs_of, parse
 
-_WIDTH = len(CANDIDATE_FEATURES)
-_REQ = len(REQUEST_FEATURES)
 MIN_DECISIONS = 10
 MAX_EVALUATED = 10_000  # the latest held-out decisions an evaluation judges at most
 
@@ -53,21 +49,6 @@ async def read(
                 if (p := parse(row)) is not None:
                     found.append(p if with_action else p.selected_only())
     return found
-
-
-def logs_of(decisions: Sequence[Logged]) -> Logs:
-    rows, owner = [], []
-    for n, d in enumerate(decisions):
-        chosen = [i for i, a in enumerate(d.actions) if a]
-        rows.append(d.rows[chosen])
-        owner.extend([n] * len(chosen))
-    return Logs(
-        rows=np.vstack(rows) if rows else np.zeros((0, _WIDTH)),
-        owner=np.asarray(owner, dtype=np.int64),
-        requests=np.stack([d.request for d in decisions]) if decisions else np.zeros((0, _REQ)),
-        rewards=np.asarray([d.reward for d in decisions], dtype=np.float64),
-        propensities=np.asarray([d.propensity for d in decisions], dtype=np.float64),
-    )
 
 
 async def train(
