@@ -22,7 +22,7 @@ from app.core.config import Settings
 from app.core.errors import Forbidden, InvalidInput
 from app.db.backends.base import Maintenance
 from app.db.engine import Transactions
-from app.search import Search
+from app.search import Retrieval
 from app.services import audit
 from app.services.auth import Authenticator, Principal, Role
 from app.services.episodes import EpisodeService
@@ -48,7 +48,7 @@ class AppState:
     episodes: EpisodeService
     recall_rng: random.Random
     # Ranked search of memories (its index, if any, is this process's).
-    search: Search
+    search: Retrieval
     # The in-process background worker (None when `engram worker` runs it elsewhere).
     worker: Worker | None = None
     # SQLite (a file): the thread that checkpoints the write-ahead log.

@@ -8,6 +8,7 @@ from app.models.learning import EpisodeLearning, Job, Pattern, Skill, SkillEvent
 from app.models.memory import Memory
 from app.models.policy import Policy
 from app.models.rl import Reward, Transition
+from app.models.vector import MemoryVector, PendingEmbedding
 
 __all__ = [
     "ApiKey",
@@ -19,7 +20,9 @@ __all__ = [
     "IdempotentRequest",
     "Job",
     "Memory",
+    "MemoryVector",
     "Pattern",
+    "PendingEmbedding",
     "Policy",
     "Reward",
     "Skill",

@@ -103,9 +103,18 @@ MEMORY_SEARCH_RESULT: JsonDict = {
                     "value": 0.1,
                     "staleness": 0.0,
                 },
+                "retrieval": {
+                    "lexical": 0.64,
+                    "lexical_rank": 2,
+                    "dense": 0.71,
+                    "dense_rank": 1,
+                    "fused": 0.0325,
+                },
             },
         }
     ],
+    "mode": "hybrid",
+    "missing_vectors": 0,
 }
 
 RECALL_RESPONSE: JsonDict = {
@@ -129,6 +138,7 @@ RECALL_RESPONSE: JsonDict = {
     ],
     "suppressed": [],
     "propensity": 0.98,
+    "retrieval": {"mode": "hybrid", "missing_vectors": 0},
 }
 
 REWARD_READ: JsonDict = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -260,6 +260,11 @@ class MemorySearch(Strict):
         default=Sensitivity.HIGH,
         description="The most sensitive memories to include (default high), capped at the key's",
     )
+    mode: Literal["lexical", "dense", "hybrid"] | None = Field(
+        default=None,
+        description="lexical (BM25), dense (vectors) or hybrid (both, fused by rank); "
+        "null: hybrid when the server has an embedder, else lexical",
+    )
     limit: Annotated[int, Field(ge=1, le=100)] = Field(
         default=10, description="Hits to return, 1 to 100 (default 10)"
     )
@@ -279,12 +284,31 @@ class ScoreParts(BaseModel):
     )
 
 
+class RetrievalParts(BaseModel):
+    """How a hit was found: its BM25 and vector rankings, fused by reciprocal rank."""
+
+    lexical: float | None = Field(
+        description="BM25 relevance relative to the best BM25 match (null: not a BM25 match)"
+    )
+    lexical_rank: int | None = Field(description="Rank among the BM25 matches, from 1")
+    dense: float | None = Field(
+        description="Cosine similarity of the memory's vector to the query's (null: not a "
+        "vector match, or lexical mode)"
+    )
+    dense_rank: int | None = Field(description="Rank among the vector matches, from 1")
+    fused: float = Field(
+        description="Hybrid and dense: the sum of 1 / (k + rank) over both rankings; "
+        "lexical: the BM25 relevance"
+    )
+
+
 class MemoryHit(BaseModel):
     """One search hit."""
 
     memory: MemoryRead = Field(description="The memory found")
     score: float = Field(description="Rank score, higher first")
     parts: ScoreParts = Field(description="The score's parts")
+    retrieval: RetrievalParts = Field(description="How it was found")
 
 
 class MemorySearchResult(BaseModel):
@@ -296,3 +320,10 @@ class MemorySearchResult(BaseModel):
         description="The query's words as searched: lower-cased, stop words and repeats removed"
     )
     hits: list[MemoryHit] = Field(description="At most `limit` hits, best first")
+    mode: Literal["lexical", "dense", "hybrid"] = Field(
+        description="How the memories were searched"
+    )
+    missing_vectors: int = Field(
+        description="Hits without a vector yet (embedded in the background): the vector "
+        "search could not find them"
+    )

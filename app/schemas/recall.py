@@ -130,6 +130,19 @@ class PolicyRef(BaseModel):
     version: int = Field(description="Policy version")
 
 
+class RetrievalInfo(BaseModel):
+    """How the candidates were searched."""
+
+    mode: Literal["lexical", "dense", "hybrid"] = Field(
+        description="lexical (BM25), dense (vectors) or hybrid (both, fused by rank)"
+    )
+    missing_vectors: int = Field(
+        default=0,
+        description="Candidates without a vector yet (embedded in the background): the "
+        "vector search could not find them, BM25 could",
+    )
+
+
 class RecallResponse(BaseModel):
     """The memories to use for the task, and how they were chosen."""
 
@@ -142,6 +155,7 @@ class RecallResponse(BaseModel):
     selected: list[RecalledMemory] = Field(description="The memories to use, in priority order")
     suppressed: list[SuppressedMemory] = Field(description="Candidates left out, and why")
     propensity: float = Field(description="P(this exact selection) under the policy")
+    retrieval: RetrievalInfo = Field(description="How the candidates were searched")
 
 
 class Signals(Strict):

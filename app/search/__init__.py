@@ -13,18 +13,22 @@ from app.core.config import Recall
 from app.db.backends import Backend
 from app.search.base import Ranked, Search
 from app.search.fts5 import Fts5Search
+from app.search.hybrid import Found, Hit, Mode, NoEmbedder, Retrieval
 from app.search.tsvector import TsvectorSearch
 
 
-def open_search(backend: Backend, settings: Recall) -> Search:
+def open_search(backend: Backend, settings: Recall) -> Retrieval:
     """The search of this backend's database (started by the caller)."""
+    lexical: Search
     if backend.engine.dialect.name == Fts5Search.dialect:
-        return Fts5Search(
+        lexical = Fts5Search(
             database_file=backend.database_file,
             use_index=settings.search_index,
             local_probe=backend.local_probe,
         )
-    return TsvectorSearch()
+    else:
+        lexical = TsvectorSearch()
+    return Retrieval(lexical)
 
 
-__all__ = ["Search", "Ranked", "open_search"]
+__all__ = ["Found", "Hit", "Mode", "NoEmbedder", "Ranked", "Retrieval", "Search", "open_search"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -31,18 +31,32 @@ class Search(Protocol):
     def stats(self) -> dict[str, Any] | None:
         """What /ready shows of the search (an index's size and state), if anything."""
 
-    async def rank(
+    async def matches(
         self,
         session: AsyncSession,
         namespace: str,
         terms: Sequence[str],
         filters: MemoryFilters,
         *,
+        limit: int,
+    ) -> dict[str, float]:
+        """The `limit` best text matches for these query terms among the memories that
+        pass the filters' type and scope (statuses and the rest are `blend`'s), best first:
+        memory id -> relevance relative to the best (1.0)."""
+
+    async def blend(
+        self,
+        session: AsyncSession,
+        namespace: str,
+        relevance: Mapping[str, float],
+        filters: MemoryFilters,
+        *,
         now: datetime,
         limit: int,
     ) -> Ranked:
-        """The best `limit` memories passing `filters` for these query terms, each with
-        its score's parts (text, value, staleness, score)."""
+        """The best `limit` of these memories (id -> text relevance in [0, 1]) passing
+        `filters`, by the blended score, each with its score's parts (text, value,
+        staleness, score)."""
 
 
 class Statements:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,7 +29,7 @@ from app.db import probe
 from app.db.backends.sqlite import SQLiteBackend
 from app.repositories.memory_sql import MEMORIES, FilterShape, filter_params
 from app.schemas.filters import MemoryFilters
-from app.search.base import PREFILTER, Ranked, Statements, ranked_statement, relative, scored
+from app.search.base import Ranked, Statements, ranked_statement, relative, scored
 from app.search.index import TermIndex
 from app.search.postings import ns_token
 
@@ -108,27 +108,36 @@ class Fts5Search:
         # Informational: until it is built, search uses the full-text query instead.
         return self.index.stats() if self.index is not None else None
 
-    async def rank(
+    async def matches(
         self,
         session: AsyncSession,
         namespace: str,
         terms: Sequence[str],
         filters: MemoryFilters,
         *,
+        limit: int,
+    ) -> dict[str, float]:
+        found = await self._index_matches(namespace, terms, limit, filters)
+        if found is None:
+            params = filter_params(namespace, filters, datetime.now(UTC), backend=SQLiteBackend)
+            found = await self._fts_matches(session, namespace, terms, limit, filters, params)
+        return found
+
+    async def blend(
+        self,
+        session: AsyncSession,
+        namespace: str,
+        relevance: Mapping[str, float],
+        filters: MemoryFilters,
+        *,
         now: datetime,
         limit: int,
     ) -> Ranked:
-        prefilter = max(PREFILTER, 4 * limit)
-        params = filter_params(namespace, filters, now, backend=SQLiteBackend)
-        params["limit"] = limit
-        relevance = await self._index_matches(namespace, terms, prefilter, filters)
-        if relevance is None:
-            relevance = await self._fts_matches(
-                session, namespace, terms, prefilter, filters, params
-            )
         if not relevance:
             return []
-        params["matched"] = orjson.dumps(relevance).decode()
+        params = filter_params(namespace, filters, now, backend=SQLiteBackend)
+        params["limit"] = limit
+        params["matched"] = orjson.dumps(dict(relevance)).decode()
         params["now_text"] = now.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
         stmt = self._ranked(FilterShape.of(filters))
         return scored(await session.execute(stmt, params))

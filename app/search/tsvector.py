@@ -2,24 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import datetime
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
+import orjson
 from sqlalchemy import Float, bindparam, func, literal_column, select
 from sqlalchemy import cast as sql_cast
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
 from app.db.backends.postgres import PostgresBackend
 from app.repositories.memory_sql import MEMORIES, FilterShape, filter_params
 from app.schemas.filters import MemoryFilters
-from app.search.base import PREFILTER, Ranked, Statements, ranked_statement, scored
+from app.search.base import Ranked, Statements, ranked_statement, relative, scored
 
 
 class TsvectorSearch:
     def __init__(self) -> None:
-        self._statements = Statements(_statement)
+        self._matches = Statements(_matches_statement)
+        self._ranked = Statements(_ranked_statement)
 
     def start(self) -> None:
         pass
@@ -30,46 +33,63 @@ class TsvectorSearch:
     def stats(self) -> dict[str, Any] | None:
         return None
 
-    async def rank(
+    async def matches(
         self,
         session: AsyncSession,
         namespace: str,
         terms: Sequence[str],
         filters: MemoryFilters,
         *,
+        limit: int,
+    ) -> dict[str, float]:
+        params = filter_params(namespace, filters, datetime.now(UTC), backend=PostgresBackend)
+        params |= {"tsquery": " | ".join(terms), "limit": limit}
+        rows = await session.execute(self._matches(FilterShape.of(filters)), params)
+        return relative((str(mid), float(rel)) for mid, rel in rows)
+
+    async def blend(
+        self,
+        session: AsyncSession,
+        namespace: str,
+        relevance: Mapping[str, float],
+        filters: MemoryFilters,
+        *,
         now: datetime,
         limit: int,
     ) -> Ranked:
+        if not relevance:
+            return []
         params = filter_params(namespace, filters, now, backend=PostgresBackend)
-        params |= {
-            "limit": limit,
-            "tsquery": " | ".join(terms),
-            "prefilter": max(PREFILTER, 4 * limit),
-        }
-        return scored(await session.execute(self._statements(FilterShape.of(filters)), params))
+        params |= {"limit": limit, "matched": orjson.dumps(dict(relevance)).decode()}
+        return scored(await session.execute(self._ranked(FilterShape.of(filters)), params))
 
 
-def _statement(shape: FilterShape) -> Any:
+def _matches_statement(shape: FilterShape) -> Any:
+    """The best `limit` matches by ts_rank_cd among the memories passing the shape's match
+    filters (the engine keeps them in C, by text relevance alone)."""
     tsquery = func.to_tsquery(literal_column("'english'::regconfig"), bindparam("tsquery"))
     vector: ColumnElement[Any] = literal_column("memories.search_vector")
     rank = func.ts_rank_cd(vector, tsquery)
-    # The engine keeps the best `prefilter` matches by text relevance alone (in C); the
-    # blended score is computed only for those, relative to the best match.
-    source = (
-        select(MEMORIES.c.id.label("memory_id"), rank.label("relevance"))
+    return (
+        select(MEMORIES.c.id, rank.label("relevance"))
         .where(MEMORIES.c.namespace == bindparam("namespace"), vector.op("@@")(tsquery))
         .where(*shape.match_clauses(PostgresBackend))
-        .order_by(rank.desc())
-        .limit(bindparam("prefilter"))
-        .subquery("matched")
+        .order_by(literal_column("relevance").desc(), MEMORIES.c.id)
+        .limit(bindparam("limit"))
     )
-    best = func.nullif(func.max(source.c.relevance).over(), 0.0)
+
+
+def _ranked_statement(shape: FilterShape) -> Any:
+    """The matches, given as a JSON object (id -> relevance in [0, 1]), ranked."""
+    source = func.jsonb_each_text(sql_cast(bindparam("matched"), JSONB)).table_valued(
+        "key", "value", name="matched"
+    )
     last = func.coalesce(MEMORIES.c.last_used_at, MEMORIES.c.updated_at)
     return ranked_statement(
         shape,
         source=source,
-        matched_id=source.c.memory_id,
-        text_part=PostgresBackend.clip(sql_cast(source.c.relevance, Float) / best),
+        matched_id=source.c.key,
+        text_part=sql_cast(source.c.value, Float),
         age_days=func.extract("epoch", func.now() - last) / 86400.0,
         clip=PostgresBackend.clip,
     )

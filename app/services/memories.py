@@ -10,8 +10,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.config import Limits
-from app.core.errors import Conflict, NotFound
-from app.learning.ranking import query_terms
+from app.core.errors import Conflict, InvalidInput, NotFound
 from app.models import Memory
 from app.repositories.memories import MemoryRecord, MemoryRepository
 from app.schemas.filters import MemoryFilters
@@ -24,10 +23,11 @@ from app.schemas.memory import (
     MemorySearch,
     MemorySearchResult,
     MemorySupersede,
+    RetrievalParts,
     ScoreParts,
     lower_sensitivity,
 )
-from app.search import Search
+from app.search import Mode, NoEmbedder, Retrieval
 from app.services import pagination
 from app.services.idempotency import checked_key, keyed_id
 from app.services.ids import uuid7
@@ -74,7 +74,7 @@ class MemoryService:
         session: AsyncSession,
         *,
         limits: Limits,
-        searcher: Search | None = None,
+        searcher: Retrieval | None = None,
         ceiling: str = "restricted",
     ) -> None:
         """`searcher`: for `search` only. `ceiling`: the highest sensitivity the caller may
@@ -177,10 +177,7 @@ class MemoryService:
         return await self.get(namespace, new_id)
 
     async def search(self, namespace: str, data: MemorySearch) -> MemorySearchResult:
-        """Ranked full-text search, without a policy and without a transition."""
-        terms = query_terms(data.query)
-        if not terms:
-            return MemorySearchResult(query_terms=[], hits=[])
+        """Ranked search (lexical, dense or hybrid), without a policy or a transition."""
         cap = lower_sensitivity(data.max_sensitivity.value, self.ceiling)
         allowed = SENSITIVITY_ORDER[: SENSITIVITY_ORDER.index(cap) + 1]
         filters = MemoryFilters(
@@ -191,21 +188,36 @@ class MemoryService:
         )
         now = datetime.now(UTC)
         assert self.searcher is not None, "MemoryService(searcher=...) answers searches"
-        rows = await self.searcher.rank(
-            self.session, namespace, terms, filters, now=now, limit=data.limit
-        )
+        try:
+            found = await self.searcher.rank(
+                self.session,
+                namespace,
+                data.query,
+                filters,
+                now=now,
+                limit=data.limit,
+                mode=Mode(data.mode) if data.mode else None,
+            )
+        except NoEmbedder as exc:
+            raise InvalidInput(str(exc), field="mode") from exc
         hits = [
             MemoryHit(
-                memory=self._read(memory, now=now),
-                score=parts["score"],
+                memory=self._read(hit.memory, now=now),
+                score=hit.parts["score"],
                 parts=ScoreParts(
-                    text=parts["text"],
-                    criticality=memory.criticality,
-                    confidence=memory.confidence,
-                    value=parts["value"],
-                    staleness=parts["staleness"],
+                    text=hit.parts["text"],
+                    criticality=hit.memory.criticality,
+                    confidence=hit.memory.confidence,
+                    value=hit.parts["value"],
+                    staleness=hit.parts["staleness"],
                 ),
+                retrieval=RetrievalParts.model_validate(hit.retrieval),
             )
-            for memory, parts in rows
+            for hit in found.hits
         ]
-        return MemorySearchResult(query_terms=terms, hits=hits)
+        return MemorySearchResult(
+            query_terms=found.terms,
+            hits=hits,
+            mode=found.mode.value,
+            missing_vectors=found.missing_vectors,
+        )

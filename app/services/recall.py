@@ -20,18 +20,26 @@ from app.learning.features import (
     scope_compatible,
 )
 from app.learning.policy import decide
-from app.learning.ranking import query_terms
 from app.repositories.memories import MemoryRecord, MemoryRepository, MemoryUsageRepository
 from app.repositories.transitions import TransitionRepository
 from app.schemas.filters import MemoryFilters
 from app.schemas.memory import lower_sensitivity
 from app.schemas.recall import PolicyRef, RecallRequest, RecallResponse
-from app.search import Search
+from app.search import Retrieval
 from app.services.ids import uuid7
 from app.services.memory_rows import derived_status
 from app.services.policy_deciders import Deciders
 from app.services.recall_answer import Shown, answer
 from app.services.writer import EpisodeWriter
+
+
+@dataclass
+class Candidates:
+    found: list[tuple[MemoryRecord, float, int]]
+    # Per text match: BM25 and vector relevance and rank, and their fused score.
+    retrieval: dict[str, dict[str, float | int | None]]
+    mode: str
+    missing_vectors: int
 
 
 @dataclass
@@ -49,7 +57,7 @@ class RecallService:
         session: AsyncSession,
         *,
         writer: EpisodeWriter,
-        search: Search,
+        search: Retrieval,
         settings: RecallSettings,
         rng: random.Random,
         deciders: Deciders,
@@ -70,23 +78,23 @@ class RecallService:
 
     async def _candidates(
         self, namespace: str, req: RecallRequest, scope: dict[str, str], now: datetime
-    ) -> list[tuple[MemoryRecord, float, int]]:
+    ) -> Candidates:
         """(memory, retrieval score, rank): text matches of any status, then constraints,
         each the best among the memories that apply to the request's scope."""
         types = [t.value for t in req.types] if req.types else None
         found: dict[str, tuple[MemoryRecord, float, int]] = {}
-        terms = query_terms(req.task)
-        if terms:
-            hits = await self.search.rank(
-                self.session,
-                namespace,
-                terms,
-                MemoryFilters(types=types, applies_to=scope),
-                now=now,
-                limit=self.settings.max_candidates,
-            )
-            for rank, (memory, parts) in enumerate(hits, start=1):
-                found[memory.id] = (memory, parts["text"], rank)
+        retrieval: dict[str, dict[str, float | int | None]] = {}
+        found_text = await self.search.rank(
+            self.session,
+            namespace,
+            req.task,
+            MemoryFilters(types=types, applies_to=scope),
+            now=now,
+            limit=self.settings.max_candidates,
+        )
+        for rank, hit in enumerate(found_text.hits, start=1):
+            found[hit.memory.id] = (hit.memory, hit.parts["text"], rank)
+            retrieval[hit.memory.id] = hit.retrieval
         if types is None or "constraint" in types:
             limit = self.settings.max_constraints
             constraints = await self.usage.top_constraints(
@@ -96,7 +104,12 @@ class RecallService:
                 found.setdefault(memory.id, (memory, 0.0, 0))
         # The searches applied the scope already; the same predicate in Python, which
         # costs little, keeps their SQL and index versions from drifting from it.
-        return [c for c in found.values() if scope_compatible(c[0].scope, scope)]
+        return Candidates(
+            [c for c in found.values() if scope_compatible(c[0].scope, scope)],
+            retrieval=retrieval,
+            mode=found_text.mode.value,
+            missing_vectors=found_text.missing_vectors,
+        )
 
     async def choose(
         self,
@@ -114,7 +127,8 @@ class RecallService:
         id the key gives and keeps the request's digest, so `replay` can find it again."""
         now = datetime.now(UTC)
         scope = req.applies_to()
-        found = await self._candidates(namespace, req, scope, now)
+        pool = await self._candidates(namespace, req, scope, now)
+        found = pool.found
         by_id = {m.id: (m, score, rank) for m, score, rank in found}
         statuses = {m.id: derived_status(m, now=now) for m, _, _ in found}
         n_scope_keys = len([k for k in scope if k != "level"])
@@ -154,7 +168,11 @@ class RecallService:
                 "n_scope_keys": n_scope_keys,
                 "task_type": req.task_type,
             },
-            "candidates": [{"memory_id": mid, "features": f} for mid, f in features.items()],
+            "candidates": [
+                {"memory_id": mid, "features": f, "retrieval": pool.retrieval.get(mid)}
+                for mid, f in features.items()
+            ],
+            "retrieval": {"mode": pool.mode, "missing_vectors": pool.missing_vectors},
         }
         if request_digest is not None:
             state["idempotency"] = {"request_digest": request_digest}
@@ -199,6 +217,7 @@ class RecallService:
                 cid: Shown(m.type, m.content, m.scope, m.token_estimate, m.metadata_, score)
                 for cid, (m, score, _) in memories.items()
             },
+            retrieval=state["retrieval"],
         )
         return Choice(response=response, transition=transition, selected=decision.order)
 
@@ -233,6 +252,7 @@ class RecallService:
             propensity=row.propensity,
             policy=PolicyRef(id=row.policy_id, version=row.policy_version),
             memories=shown,
+            retrieval=row.state.get("retrieval"),
         )
 
     async def log(self, choice: Choice) -> RecallResponse:

@@ -6,7 +6,13 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from app.schemas.recall import PolicyRef, RecalledMemory, RecallResponse, SuppressedMemory
+from app.schemas.recall import (
+    PolicyRef,
+    RecalledMemory,
+    RecallResponse,
+    RetrievalInfo,
+    SuppressedMemory,
+)
 
 _REASONS = {
     "constraint": "constraint: a rule to respect (type or sensitivity, criticality >= 0.7)",
@@ -35,8 +41,10 @@ def answer(
     propensity: float,
     policy: PolicyRef,
     memories: dict[str, Shown],
+    retrieval: dict[str, Any] | None = None,
 ) -> RecallResponse:
-    """A recall's answer from its logged action and the memories it chose."""
+    """A recall's answer from its logged action and the memories it chose, and how its
+    candidates were searched (`retrieval`, from the logged state)."""
     order: list[str] = action["selected"]
     inclusion: dict[str, float] = action["inclusion"]
     selected = []
@@ -66,6 +74,7 @@ def answer(
     ]
     return RecallResponse(
         recall_id=recall_id,
+        retrieval=RetrievalInfo.model_validate(retrieval or {"mode": "lexical"}),
         policy=policy,
         token_budget=token_budget,
         tokens_used=sum(memories[cid].token_estimate for cid in order),

@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.core.config import Recall as RecallSettings
 from app.db.engine import Transactions
 from app.schemas.recall import RecallRequest, RecallResponse
-from app.search import Search
+from app.search import Retrieval
 from app.services.idempotency import KeyLocks, checked_key, digest, keyed_id
 from app.services.policy_deciders import Deciders
 from app.services.recall import RecallService
@@ -27,7 +27,7 @@ class RecallRequests:
         transactions: Transactions,
         *,
         writer: EpisodeWriter,
-        search: Search,
+        search: Retrieval,
         settings: RecallSettings,
         rng: random.Random,
         key_locks: KeyLocks,

@@ -210,7 +210,12 @@ async def test_search_ranks_in_the_database(client: httpx.AsyncClient) -> None:
     )
     assert [h["memory"]["type"] for h in only.json()["hits"]] == ["constraint"]
     none = await client.post("/v1/memories/search", json={"query": "the and of"})
-    assert none.json() == {"query_terms": [], "hits": []}
+    assert none.json() == {
+        "query_terms": [],
+        "hits": [],
+        "mode": "lexical",
+        "missing_vectors": 0,
+    }
     # A forgotten memory is not found any more; a superseded one gives way to its successor.
     await client.post(f"/v1/memories/{ids[1]}/forget")
     await client.post(

@@ -216,10 +216,10 @@ async def test_the_searches_filter_as_scope_compatible_does(
                 (MemoryFilters(types=["constraint"], applies_to=request), applies & constraints),
             ):
                 search = app.state.engram.search
-                hits = await search.rank(
-                    session, "default", ["lantern"], filters, now=now, limit=500
+                found = await search.rank(
+                    session, "default", "lantern", filters, now=now, limit=500
                 )
-                assert {m.id for m, _ in hits} == expected, (request, wanted)
+                assert {h.memory.id for h in found.hits} == expected, (request, wanted)
                 listed = await repo.list("default", filters, now=now, after=None, limit=500)
                 assert {m.id for m in listed} == expected, (request, wanted)
             usage = MemoryUsageRepository(session)

@@ -364,7 +364,7 @@ async def test_the_app_closes_its_index(settings: Settings) -> None:
             "building",
             "ready",
         )
-        index = app.state.engram.search.index
+        index = app.state.engram.search.lexical.index
         assert index is not None
         assert index.stats()["state"] != "closed"
     assert index.stats()["state"] == "closed"

@@ -1,0 +1,202 @@
+"""Retrieval: the one way services search memories. BM25 (the backend's `Search`) and,
+with an embedder, the vector index each propose their best matches; reciprocal rank
+fusion merges the two rankings, and the backend's SQL ranks the fused candidates by the
+blended score (text relevance, criticality, confidence, value, staleness).
+
+Every hit keeps its parts (BM25 relevance and rank, cosine and rank, fused score), which
+recall logs in its transition so that the dataset can learn from them."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.learning.ranking import query_terms
+from app.repositories.memory_sql import MemoryRow
+from app.schemas.filters import MemoryFilters
+from app.search.base import PREFILTER, Search
+
+if TYPE_CHECKING:
+    from app.embeddings.base import Embedder
+
+log = logging.getLogger(__name__)
+
+
+class Mode(StrEnum):
+    LEXICAL = "lexical"
+    DENSE = "dense"
+    HYBRID = "hybrid"
+
+
+class Vectors(Protocol):
+    """The vector index (`app/search/vectors.py`): a cache of the memories' vectors in SQL."""
+
+    def start(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    def stats(self) -> dict[str, Any]: ...
+
+    async def top(
+        self, namespace: str, vector: Any, filters: MemoryFilters, *, limit: int
+    ) -> dict[str, float]:
+        """The `limit` nearest memories of the namespace passing the filters' type and
+        scope, best first: memory id -> cosine similarity."""
+
+    async def holds(self, namespace: str, ids: list[str]) -> set[str]:
+        """Those of `ids` that have a vector in the index."""
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    memory: MemoryRow
+    parts: dict[str, float]  # the blended score's parts: text, value, staleness, score
+    retrieval: dict[str, float | int | None]  # lexical, lexical_rank, dense, dense_rank, fused
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    hits: list[Hit]
+    terms: list[str]
+    mode: Mode
+    missing_vectors: int  # hits without a vector (not embedded yet): dense could not see them
+
+
+class Retrieval:
+    def __init__(
+        self,
+        lexical: Search,
+        *,
+        embedder: Embedder | None = None,
+        vectors: Vectors | None = None,
+        rrf_k: int = 60,
+    ) -> None:
+        self.lexical = lexical
+        self.embedder = embedder
+        self.vectors = vectors
+        self.rrf_k = rrf_k
+
+    @property
+    def default_mode(self) -> Mode:
+        return Mode.HYBRID if self.vectors is not None else Mode.LEXICAL
+
+    def start(self) -> None:
+        self.lexical.start()
+        if self.vectors is not None:
+            self.vectors.start()
+
+    async def close(self) -> None:
+        await self.lexical.close()
+        if self.vectors is not None:
+            await self.vectors.close()
+
+    def stats(self) -> dict[str, Any] | None:
+        index = self.lexical.stats()
+        if self.vectors is None:
+            return index
+        return {**(index or {}), "vectors": self.vectors.stats()}
+
+    async def rank(
+        self,
+        session: AsyncSession,
+        namespace: str,
+        query: str,
+        filters: MemoryFilters,
+        *,
+        now: datetime,
+        limit: int,
+        mode: Mode | None = None,
+    ) -> Found:
+        """The best `limit` memories for the query text, by `mode` (default: hybrid with an
+        embedder, else lexical). Raises `NoEmbedder` for dense or hybrid without one."""
+        mode = mode or self.default_mode
+        if mode is not Mode.LEXICAL and self.vectors is None:
+            raise NoEmbedder(mode)
+        terms = query_terms(query)
+        prefilter = max(PREFILTER, 4 * limit)
+        lexical: dict[str, float] = {}
+        if terms and mode is not Mode.DENSE:
+            lexical = await self.lexical.matches(
+                session, namespace, terms, filters, limit=prefilter
+            )
+        dense: dict[str, float] = {}
+        if mode is not Mode.LEXICAL and query.strip():
+            dense = await self._dense(namespace, query, filters, prefilter)
+        parts = _fused(lexical, dense, self.rrf_k) if mode is not Mode.LEXICAL else None
+        relevance = (
+            lexical if parts is None else {mid: p["fused_relative"] for mid, p in parts.items()}
+        )
+        ranked = await self.lexical.blend(
+            session, namespace, relevance, filters, now=now, limit=limit
+        )
+        lexical_rank = {mid: i for i, mid in enumerate(lexical, start=1)}
+        hits = []
+        for memory, score in ranked:
+            if parts is None:
+                retrieval: dict[str, float | int | None] = {
+                    "lexical": lexical[memory.id],
+                    "lexical_rank": lexical_rank[memory.id],
+                    "dense": None,
+                    "dense_rank": None,
+                    "fused": lexical[memory.id],
+                }
+            else:
+                p = parts[memory.id]
+                retrieval = {k: p[k] for k in ("lexical", "lexical_rank", "dense", "dense_rank")}
+                retrieval["fused"] = p["fused"]
+            hits.append(Hit(memory, score, retrieval))
+        missing = 0
+        if self.vectors is not None and hits:
+            ids = [h.memory.id for h in hits]
+            missing = len(ids) - len(await self.vectors.holds(namespace, ids))
+        return Found(hits=hits, terms=terms, mode=mode, missing_vectors=missing)
+
+    async def _dense(
+        self, namespace: str, query: str, filters: MemoryFilters, limit: int
+    ) -> dict[str, float]:
+        from app.embeddings.base import EmbeddingError
+
+        assert self.embedder is not None
+        assert self.vectors is not None
+        try:
+            vector = (await self.embedder.embed([query]))[0]
+        except EmbeddingError:
+            # Recall still answers, lexically: the embedder's endpoint may be down.
+            log.warning("query embedding failed; this search is lexical", exc_info=True)
+            return {}
+        return await self.vectors.top(namespace, np.asarray(vector), filters, limit=limit)
+
+
+class NoEmbedder(Exception):
+    def __init__(self, mode: Mode) -> None:
+        super().__init__(
+            f"mode {mode.value!r} needs an embedder: set ENGRAM_EMBEDDINGS__PROVIDER "
+            "(local or openai)"
+        )
+
+
+def _fused(
+    lexical: Mapping[str, float], dense: Mapping[str, float], k: int
+) -> dict[str, dict[str, Any]]:
+    """Reciprocal rank fusion: each ranking gives 1 / (k + rank); `fused_relative` is the
+    fused score over the best one (the text relevance the blended score weighs)."""
+    parts: dict[str, dict[str, Any]] = {}
+    for name, ranking in (("lexical", lexical), ("dense", dense)):
+        for rank, (mid, value) in enumerate(ranking.items(), start=1):
+            p = parts.setdefault(
+                mid,
+                {"lexical": None, "lexical_rank": None, "dense": None, "dense_rank": None},
+            )
+            p[name], p[f"{name}_rank"] = value, rank
+            p["fused"] = p.get("fused", 0.0) + 1.0 / (k + rank)
+    best = max((p["fused"] for p in parts.values()), default=0.0)
+    for p in parts.values():
+        p["fused_relative"] = p["fused"] / best if best > 0 else 0.0
+    return parts
