@@ -12,6 +12,7 @@ In one run, against the real server (uvicorn, one worker, SQLite + LevelDB):
   baseline_v0 deciding the other half, in the same run.
 
     python -m bench.recall [--sizes 10000,100000] [--queries 300] [--policy]
+    python -m bench.recall --shape natural [--sizes 2000,100000]  (bench/recall_natural.py)
 """
 
 from __future__ import annotations
@@ -223,7 +224,9 @@ async def export_rate(server: EngramServer, url: str, n: int) -> tuple[float, in
 
 async def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--sizes", default=None, help="10000,100000 (natural: 2000,100000)")
+    parser.add_argument("--shape", choices=["prose", "natural"], default="prose")
+    parser.add_argument("--data", default=None, help="natural: the LongMemEval oracle folder")
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--labelled", type=int, default=200)
     parser.add_argument("--transitions", type=int, default=30_000)
@@ -232,7 +235,12 @@ async def main() -> None:
         "--policy", action="store_true", help="also recall with a learned policy (same run)"
     )
     args = parser.parse_args()
-    sizes = [int(s) for s in args.sizes.split(",")]
+    if args.shape == "natural":
+        from bench import recall_natural  # it builds on this module's rows
+
+        sizes = [int(s) for s in (args.sizes or "2000,100000").split(",")]
+        return await recall_natural.main(sizes, data=args.data)
+    sizes = [int(s) for s in (args.sizes or "10000,100000").split(",")]
     t0 = time.perf_counter()
     texts = memories_text(max(sizes))
     print(
