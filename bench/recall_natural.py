@@ -92,42 +92,36 @@ def fts_query(question: str) -> str:
     return " OR ".join(f'"{w}"' for w in words)
 
 
-def baseline_times(db: Path, questions: list[str]) -> list[float]:
-    """A plain FTS5 BM25 OR-query per question, top 10, in process."""
+BASELINE = (
+    "SELECT memory_id FROM memories_fts WHERE memories_fts MATCH ? "
+    "ORDER BY bm25(memories_fts) LIMIT 10"
+)
+
+
+async def timed(url: str, db: Path, questions: list[str]) -> tuple[list[float], list[float]]:
+    """Per question, the plain FTS5 query in process then POST /v1/recall (the question as
+    `task`, scoped to the project and its own task), interleaved so that both see the same
+    load from whatever else runs on the machine; milliseconds of each."""
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    sql = "SELECT memory_id FROM memories_fts WHERE memories_fts MATCH ? ORDER BY bm25(memories_fts) LIMIT 10"
+    recall, baseline = [], []
     try:
-        for q in questions[:WARMUP]:
-            conn.execute(sql, (fts_query(q),)).fetchall()
-        times = []
-        for q in questions:
-            t0 = time.perf_counter()
-            conn.execute(sql, (fts_query(q),)).fetchall()
-            times.append((time.perf_counter() - t0) * 1000)
-        return times
+        async with httpx.AsyncClient(base_url=url, timeout=60) as client:
+            for i, q in enumerate(questions[:WARMUP] + questions):
+                t0 = time.perf_counter()
+                conn.execute(BASELINE, (fts_query(q),)).fetchall()
+                t1 = time.perf_counter()
+                scope = {"level": "task", "task_id": f"q{i}", "project": SCOPE["project"]}
+                body = {"task": q, "scope": scope, "k": 10, "token_budget": 2000}
+                r = await client.post("/v1/recall", json=body)
+                t2 = time.perf_counter()
+                if r.status_code != 200:
+                    raise RuntimeError(f"recall: {r.status_code} {r.text}")
+                if i >= WARMUP:
+                    baseline.append((t1 - t0) * 1000)
+                    recall.append((t2 - t1) * 1000)
     finally:
         conn.close()
-
-
-async def recall_times(url: str, questions: list[str]) -> list[float]:
-    """POST /v1/recall per question: as `task`, scoped to the project and its own task."""
-    times = []
-    async with httpx.AsyncClient(base_url=url, timeout=60) as client:
-        for i, q in enumerate(questions[:WARMUP] + questions):
-            body: dict[str, Any] = {
-                "task": q,
-                "scope": {"level": "task", "task_id": f"q{i}", "project": SCOPE["project"]},
-                "k": 10,
-                "token_budget": 2000,
-            }
-            t0 = time.perf_counter()
-            r = await client.post("/v1/recall", json=body)
-            elapsed = (time.perf_counter() - t0) * 1000
-            if r.status_code != 200:
-                raise RuntimeError(f"recall: {r.status_code} {r.text}")
-            if i >= WARMUP:
-                times.append(elapsed)
-    return times
+    return recall, baseline
 
 
 async def index_build(url: str) -> tuple[float, dict[str, Any]]:
@@ -158,11 +152,10 @@ async def measure_size(tmp: Path, db: Path, questions: list[str], size: int) -> 
     try:
         build_s, stats = await index_build(server.url)
         rss_built = server.rss_bytes()
-        recall = await recall_times(server.url, questions)
+        recall, baseline = await timed(server.url, db, questions)
         rss_after = server.rss_bytes()
     finally:
         server.stop()
-    baseline = baseline_times(db, questions)
     print(
         f"{size:>9,} memories: index of {stats.get('documents', '?')} memories built in "
         f"{build_s:.1f} s at start; server RSS {rss_built / 2**20:,.0f} MiB after the build, "
