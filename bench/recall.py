@@ -227,6 +227,7 @@ async def main() -> None:
     parser.add_argument("--sizes", default=None, help="10000,100000 (natural: 2000,100000)")
     parser.add_argument("--shape", choices=["prose", "natural"], default="prose")
     parser.add_argument("--data", default=None, help="natural: the LongMemEval oracle folder")
+    parser.add_argument("--lexical", action="store_true", help="natural: no embedder")
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--labelled", type=int, default=200)
     parser.add_argument("--transitions", type=int, default=30_000)
@@ -239,7 +240,7 @@ async def main() -> None:
         from bench import recall_natural  # it builds on this module's rows
 
         sizes = [int(s) for s in (args.sizes or "2000,100000").split(",")]
-        return await recall_natural.main(sizes, data=args.data)
+        return await recall_natural.main(sizes, data=args.data, hybrid=not args.lexical)
     sizes = [int(s) for s in (args.sizes or "10000,100000").split(",")]
     t0 = time.perf_counter()
     texts = memories_text(max(sizes))

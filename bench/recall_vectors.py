@@ -1,0 +1,66 @@
+"""Vectors for `bench.recall --shape natural` with the local embedder: the conversation
+turns embedded by the real server's background embedding (the rate it drains at is
+reported), then copied into the big store; the padding memories get copies of turns'
+vectors, as the rows are filled straight into SQL rather than embedded one by one (the
+model on this machine embeds a few hundred memories a second, hours at 1,000,000)."""
+
+from __future__ import annotations
+
+import sqlite3
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.longmemeval import Pool
+from bench.retrieval import drained, store
+from tests.server import EngramServer
+
+
+@dataclass
+class TurnVectors:
+    rows: list[tuple[str, int, bytes, str]]  # (model, dim, vector, created_at) per turn
+    write_s: float
+    drain_s: float
+    embedded: int
+
+
+async def embed_turns(data: Pool) -> TurnVectors:
+    """Every turn written through POST /v1/memories to a server with the local embedder,
+    and its vector read back once the backlog is empty."""
+    with tempfile.TemporaryDirectory(prefix="engram-vectors-") as name:
+        server = EngramServer(
+            Path(name), ENGRAM_LOG_REQUESTS="false", ENGRAM_EMBEDDINGS__PROVIDER="local"
+        ).start()
+        try:
+            write_s = await store(server.url, data)
+            drain_s, embedded = await drained(server.url)
+        finally:
+            server.stop()
+        conn = sqlite3.connect(Path(name) / "engram.db")
+        try:
+            found = {
+                mid: (model, dim, vector, created)
+                for mid, model, dim, vector, created in conn.execute(
+                    "SELECT memory_id, model, dim, vector, created_at FROM memory_vectors"
+                )
+            }
+        finally:
+            conn.close()
+    return TurnVectors([found[t.id] for t in data.turns], write_s, drain_s, embedded)
+
+
+def copy_vectors(db: Path, vectors: TurnVectors, *, start: int, end: int) -> None:
+    """Rows start..end (ids m0000000...) get their turn's vector (turns come first, in the
+    pool's order) or, past the turns, a copy of one; nothing is left waiting for the model."""
+    conn = sqlite3.connect(db)
+    n = len(vectors.rows)
+    try:
+        with conn:
+            conn.execute("DELETE FROM memory_embeddings_pending")
+            conn.executemany(
+                "INSERT INTO memory_vectors (namespace, memory_id, model, dim, vector, "
+                "created_at) VALUES ('default', ?, ?, ?, ?, ?)",
+                ((f"m{i:07d}", *vectors.rows[i % n]) for i in range(start, end)),
+            )
+    finally:
+        conn.close()
