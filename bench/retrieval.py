@@ -85,7 +85,7 @@ async def drained(url: str, *, timeout_s: float = 3600) -> tuple[float, int]:
         while time.perf_counter() - t0 < timeout_s:
             stats = embeddings_of(await ready(client))
             if stats and stats["pending"] == 0:
-                return time.perf_counter() - t0, int(stats["embedded"])
+                return time.perf_counter() - t0, int(stats.get("embedded") or 0)
             await asyncio.sleep(0.2)
     raise RuntimeError(f"the embedding backlog did not drain in {timeout_s:.0f} s")
 
