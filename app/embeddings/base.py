@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 Vectors = npt.NDArray[np.float32]
+T = TypeVar("T")
 
 
 class EmbeddingError(Exception):
@@ -44,6 +45,6 @@ def normalised(rows: npt.ArrayLike) -> Vectors:
     return out
 
 
-def batches(texts: Sequence[str], size: int) -> list[Sequence[str]]:
-    """`texts` cut into runs of at most `size`, in order."""
-    return [texts[i : i + size] for i in range(0, len(texts), size)]
+def batches(items: Sequence[T], size: int) -> list[Sequence[T]]:
+    """`items` cut into runs of at most `size`, in order."""
+    return [items[i : i + size] for i in range(0, len(items), size)]

@@ -151,15 +151,19 @@ class LocalEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         loop = asyncio.get_running_loop()
-        parts = []
-        for batch in batches(texts, self.batch_size):
+        # Texts of like length share a batch, so little of it is padding (the model's cost
+        # grows with the longest text of the batch); rows go back to the caller's order.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for batch in batches(order, self.batch_size):
             if self._closed:
                 raise EmbeddingError("the local embedder is closed")
+            chunk = [texts[i] for i in batch]
             try:
-                parts.append(await loop.run_in_executor(self._pool, self._run, batch))
+                out[list(batch)] = await loop.run_in_executor(self._pool, self._run, chunk)
             except Exception as exc:
                 raise EmbeddingError(f"the local model failed: {exc}") from exc
-        return np.concatenate(parts) if len(parts) > 1 else parts[0]
+        return out
 
     def _run(self, texts: Sequence[str]) -> Vectors:
         encodings = self._tokenizer.encode_batch(list(texts))
