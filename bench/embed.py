@@ -68,7 +68,7 @@ async def main() -> None:
     finally:
         await embedder.close()
 
-    tokens = embedder._tokenizer.encode_batch(long[:64])
+    tokens = [embedder._tokenizer.encode(text) for text in long[:64]]
     print(
         f"model {embedder.model} dim {embedder.dim}, threads {args.threads}, "
         f"batch {args.batch}, max_tokens {args.max_tokens}, {os.cpu_count()} cores, "

@@ -6,9 +6,17 @@ import importlib.util
 import logging
 
 from app.core.config import Embeddings
+from app.core.errors import StartupRefused
 from app.embeddings.base import Embedder, EmbeddingError, EmbeddingUnavailable, Vectors
 
-__all__ = ["Embedder", "EmbeddingError", "EmbeddingUnavailable", "Vectors", "open_embedder"]
+__all__ = [
+    "Embedder",
+    "EmbeddingError",
+    "EmbeddingUnavailable",
+    "Vectors",
+    "open_embedder",
+    "start_embedder",
+]
 
 log = logging.getLogger("engram.embeddings")
 
@@ -37,3 +45,21 @@ def open_embedder(settings: Embeddings) -> Embedder | None:
         half = importlib.util.find_spec("onnxruntime") is not None
         log.log(logging.WARNING if half else logging.INFO, "semantic search is off: %s", exc)
         return None
+
+
+async def start_embedder(settings: Embeddings) -> Embedder | None:
+    """The embedder the settings ask for, started; None for lexical search only. One that
+    cannot start is a refusal to start, unless `auto` chose it (then search is lexical)."""
+    embedder = open_embedder(settings)
+    if embedder is None:
+        return None
+    try:
+        await embedder.start()
+    except EmbeddingUnavailable as exc:
+        await embedder.close()
+        if settings.provider != "auto":
+            raise StartupRefused(f"ENGRAM_EMBEDDINGS__PROVIDER={settings.provider}: {exc}") from exc
+        log.warning("semantic search is off: %s", exc)
+        return None
+    log.info("semantic search on", extra={"model": embedder.model, "dim": embedder.dim})
+    return embedder

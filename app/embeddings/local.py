@@ -104,11 +104,10 @@ class LocalEmbedder:
                 f"cannot read the tokenizer {tokenizer_path} "
                 f"(ENGRAM_EMBEDDINGS__TOKENIZER_PATH): {exc}"
             ) from exc
-        # The file's own padding is to a fixed length; a batch pads to its longest text.
+        # The file's own padding is to a fixed length; _run pads a batch to its longest text.
         tokenizer.no_padding()
         tokenizer.enable_truncation(max_length=settings.max_tokens)
-        pad_id = tokenizer.token_to_id("[PAD]")
-        tokenizer.enable_padding(pad_id=0 if pad_id is None else pad_id, pad_token="[PAD]")
+        self._pad_id = tokenizer.token_to_id("[PAD]") or 0
         self._tokenizer = tokenizer
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = settings.threads
@@ -166,9 +165,14 @@ class LocalEmbedder:
         return out
 
     def _run(self, texts: Sequence[str]) -> Vectors:
-        encodings = self._tokenizer.encode_batch(list(texts))
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        # One text at a time: encode_batch would tokenize on a pool of every core's threads.
+        encodings = [self._tokenizer.encode(text) for text in texts]
+        width = max(len(e.ids) for e in encodings)
+        ids = np.full((len(texts), width), self._pad_id, dtype=np.int64)
+        mask = np.zeros((len(texts), width), dtype=np.int64)
+        for row, encoding in enumerate(encodings):
+            ids[row, : len(encoding.ids)] = encoding.ids
+            mask[row, : len(encoding.ids)] = 1
         feed: dict[str, Any] = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feed["token_type_ids"] = np.zeros_like(ids)

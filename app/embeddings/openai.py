@@ -37,6 +37,14 @@ class OpenAIEmbedder:
     ) -> None:
         """`backoff_s` is the first retry's wait (doubled each time); `max_wait_s` caps a wait."""
         self.url = settings.base_url.rstrip("/") + "/embeddings"
+        # Errors name the endpoint, never credentials written into its URL.
+        url = httpx.URL(self.url)
+        if url.scheme not in ("http", "https") or not url.host:
+            raise EmbeddingUnavailable(
+                "ENGRAM_EMBEDDINGS__BASE_URL must be an http(s) URL such as "
+                "https://api.openai.com/v1 or http://127.0.0.1:11434/v1"
+            )
+        self.shown = str(url.copy_with(userinfo=b""))
         self.name = settings.model
         self.dimensions = settings.dimensions
         self.batch_size = settings.batch_size
@@ -81,7 +89,7 @@ class OpenAIEmbedder:
             except _Retry as retry:
                 if attempt == self.max_retries:
                     raise EmbeddingError(
-                        f"{self.url} failed {attempt + 1} time(s), giving up: {retry}"
+                        f"{self.shown} failed {attempt + 1} time(s), giving up: {retry}"
                     ) from None
                 await asyncio.sleep(self._wait(attempt, retry.wait_s))
         raise AssertionError("unreachable")
@@ -105,45 +113,50 @@ class OpenAIEmbedder:
                 f"answered {response.status_code}: {_message(response)}",
                 wait_s=_retry_after(response) if response.status_code in (429, 503) else None,
             )
+        if response.is_redirect:
+            raise EmbeddingError(
+                f"{self.shown} redirects to {response.headers.get('location')}: set "
+                "ENGRAM_EMBEDDINGS__BASE_URL to where it leads"
+            )
         if response.status_code >= 400:
             hint = " (ENGRAM_EMBEDDINGS__API_KEY)" if response.status_code in (401, 403) else ""
             raise EmbeddingError(
-                f"{self.url} answered {response.status_code}{hint}: {_message(response)}"
+                f"{self.shown} answered {response.status_code}{hint}: {_message(response)}"
             )
         try:
             return response.json()
         except ValueError:
-            raise EmbeddingError(f"{self.url} answered with something other than JSON") from None
+            raise EmbeddingError(f"{self.shown} answered with something other than JSON") from None
 
     def _parse(self, payload: Any, *, count: int) -> Vectors:
         data = payload.get("data") if isinstance(payload, dict) else None
         if not isinstance(data, list):
-            raise EmbeddingError(f"{self.url} answered without a `data` list")
+            raise EmbeddingError(f"{self.shown} answered without a `data` list")
         if len(data) != count:
-            raise EmbeddingError(f"{self.url} returned {len(data)} embeddings for {count} texts")
+            raise EmbeddingError(f"{self.shown} returned {len(data)} embeddings for {count} texts")
         rows: dict[int, Any] = {}
         for position, item in enumerate(data):
             index = item.get("index", position) if isinstance(item, dict) else None
             if not isinstance(index, int) or not 0 <= index < count or index in rows:
-                raise EmbeddingError(f"{self.url} returned a bad or repeated index: {index!r}")
+                raise EmbeddingError(f"{self.shown} returned a bad or repeated index: {index!r}")
             rows[index] = item.get("embedding")
         try:
             matrix = np.array([rows[i] for i in range(count)])
         except ValueError:
-            raise EmbeddingError(f"{self.url} returned embeddings of different sizes") from None
+            raise EmbeddingError(f"{self.shown} returned embeddings of different sizes") from None
         if (
             matrix.ndim != 2
             or matrix.shape[1] == 0
             or matrix.dtype.kind not in "iuf"
             or not np.isfinite(matrix).all()
         ):
-            raise EmbeddingError(f"{self.url} returned embeddings that are not lists of numbers")
+            raise EmbeddingError(f"{self.shown} returned embeddings that are not lists of numbers")
         if self.dim == 0:
             self.dim = matrix.shape[1]
             self.model = f"openai:{self.name}@{self.dim}"
         if matrix.shape[1] != self.dim:
             raise EmbeddingError(
-                f"{self.url} returned vectors of {matrix.shape[1]} numbers, expected {self.dim}"
+                f"{self.shown} returned vectors of {matrix.shape[1]} numbers, expected {self.dim}"
                 + (" (ENGRAM_EMBEDDINGS__DIMENSIONS)" if self.dimensions else "")
             )
         # Not every server normalises (Ollama does not): cosine needs unit rows.

@@ -49,7 +49,7 @@ class StandIn:
 
     Entries: an HTTP status to fail with ("429", "500", "401", ...), "hang" (no answer
     until the server stops), "short" (one embedding too few), "wide" (one number too
-    many), "text" (strings for numbers)."""
+    many), "text" (strings for numbers), "redirect" (307 elsewhere)."""
 
     api_key: str | None = None
     retry_after: str | None = None
@@ -77,6 +77,8 @@ class StandIn:
         step = self.script.popleft() if self.script else "ok"
         if step == "hang":
             await self._stopping.wait()
+        if step == "redirect":
+            return JSONResponse({}, status_code=307, headers={"Location": "/v2/embeddings"})
         if step.isdigit():
             headers = {"Retry-After": self.retry_after} if self.retry_after else {}
             error = {"message": f"stand-in told to fail with {step}", "type": "server_error"}

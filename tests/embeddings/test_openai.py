@@ -219,3 +219,33 @@ async def test_empty_texts_are_embedded(standin: StandIn) -> None:
         await client.close()
     assert vectors.shape == (2, DEFAULT_DIM)
     assert all(isinstance(text, str) and text for text in standin.seen[0].body["input"])
+
+
+async def test_a_redirect_is_not_followed_but_named(standin: StandIn) -> None:
+    standin.then("redirect")
+    client = embedder(standin.base_url, max_retries=2)
+    try:
+        with pytest.raises(EmbeddingError, match="redirects to /v2/embeddings") as raised:
+            await client.embed(["moved"])
+    finally:
+        await client.close()
+    assert "ENGRAM_EMBEDDINGS__BASE_URL" in str(raised.value)
+    assert len(standin.seen) == 1
+
+
+async def test_credentials_in_the_url_stay_out_of_errors(standin: StandIn) -> None:
+    standin.then("400")
+    client = embedder(standin.base_url.replace("http://", "http://user:hunter2@"))
+    try:
+        with pytest.raises(EmbeddingError) as raised:
+            await client.embed(["x"])
+    finally:
+        await client.close()
+    assert "400" in str(raised.value)
+    assert "hunter2" not in str(raised.value)
+
+
+@pytest.mark.parametrize("url", ["api.openai.com/v1", "ftp://127.0.0.1/v1", "http:///v1"])
+def test_a_base_url_that_is_not_http_names_the_setting(url: str) -> None:
+    with pytest.raises(EmbeddingUnavailable, match="ENGRAM_EMBEDDINGS__BASE_URL"):
+        open_embedder(Embeddings(provider="openai", base_url=url))
