@@ -10,21 +10,12 @@ clipped to [0, 1] (0.5 before any reward), staleness = days since last use (or u
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-STOP_WORDS = frozenset(
-    """a about above after again against all am an and any are as at be because been
-    before being below between both but by can could did do does doing down during each
-    few for from further had has have having he her here hers herself him himself his how
-    i if in into is it its itself just me more most my myself no nor not now of off on
-    once only or other our ours ourselves out over own same she should so some such than
-    that the their theirs them themselves then there these they this those through to too
-    under until up very was we were what when where which while who whom why will with
-    would you your yours yourself yourselves""".split()
-)
+from app.learning.tokens import STOP_WORDS, scan, searched
+
 MAX_TERMS = 32
-_TOKEN = re.compile(r"[^\W_]+")  # runs of letters and digits, any script
+MIN_PREFIX_CHARS = 2  # `m*` would match a good part of the vocabulary: ignored
 
 
 @dataclass(frozen=True)
@@ -41,9 +32,17 @@ STALE_AFTER_DAYS = 365.0
 
 
 def query_terms(query: str) -> list[str]:
-    """Lower-cased word tokens of the query, stop words and repeats removed, in order."""
+    """The query's search terms in order, lower case, without repeats: its words (stop
+    words and single letters dropped), the forms searched whole (`c++`, `.net`,
+    `src/app/main.py`) and prefixes (`mig*`; `*` and `m*` are ignored)."""
     seen: dict[str, None] = {}
-    for token in _TOKEN.findall(query.lower()):
-        if len(token) > 1 and token not in STOP_WORDS:
-            seen.setdefault(token, None)
+    for form in scan(query):
+        if form.kind == "word" and not searched(form.text):
+            continue
+        if form.kind == "prefix" and len(form.text) - 1 < MIN_PREFIX_CHARS:
+            continue
+        seen.setdefault(form.text, None)
     return list(seen)[:MAX_TERMS]
+
+
+__all__ = ["MAX_TERMS", "STOP_WORDS", "WEIGHTS", "Weights", "query_terms"]

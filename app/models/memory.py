@@ -20,6 +20,9 @@ class Memory(Base):
     # {"level": "global" | "session" | "task", plus ids such as session_id, task_id, user}
     scope: Mapped[dict[str, str]] = mapped_column(JSON)
     content: Mapped[str] = mapped_column(Text)
+    # Index tokens the content's words do not give (C++, paths, identifiers), indexed
+    # beside it (app/learning/tokens.py); NULL when there are none.
+    search_terms: Mapped[str | None] = mapped_column(Text)
     # active, superseded, contradicted, quarantined, deleted; "expired" is derived
     # from valid_until at read time, so no job has to flip it.
     status: Mapped[str] = mapped_column(String(16))

@@ -12,12 +12,15 @@ import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from app.learning import tokens
 from app.search.postings import Data
 
 K1 = 1.2
+MAX_PREFIX_TERMS = 64  # index terms a prefix stands for: the most frequent
 B = 0.75
 
 
@@ -38,7 +41,8 @@ def top_matches(
     stem: Callable[[list[str]], list[str]],
 ) -> dict[str, float]:
     """The `limit` best live matches in the namespace of `token` that pass `wanted`, best
-    first: memory id -> relevance. `stem` gives the query terms' stems (FTS5's)."""
+    first: memory id -> relevance. `terms` are `query_terms`; `stem` gives words' stems
+    (FTS5's)."""
     code = data.ns_codes.get(token)
     if code is None or data.live == 0:
         return {}
@@ -51,12 +55,12 @@ def top_matches(
     total = float(data.live)
     avgdl = data.live_tokens / total
     any_dead = data.live < n
-    # Each query term is a phrase of its own, as in FTS5: two words with one stem
-    # ("float", "floats") count that stem twice.
-    for stemmed, times in Counter(stem(terms)).items():
+
+    def part(stemmed: str) -> tuple[Any, Any] | None:
+        """The term's live slots and each one's BM25 part."""
         postings = data.postings.get(stemmed)
         if postings is None:
-            continue
+            return None
         slots = np.frombuffer(postings.slots, dtype=np.int32)
         tf = np.frombuffer(postings.tf, dtype=np.float32).astype(np.float64)
         if any_dead:
@@ -64,12 +68,27 @@ def top_matches(
             slots, tf = slots[live], tf[live]
         df = len(slots)
         if df == 0:
-            continue
+            return None
         idf = math.log((total - df + 0.5) / (df + 0.5))
         if idf <= 0.0:
             idf = 1e-6  # as FTS5 does for terms in more than half the rows
         norm = K1 * (1 - B + B * lengths[slots] / avgdl)
-        scores[slots] += times * idf * tf * (K1 + 1) / (tf + norm)
+        return slots, idf * tf * (K1 + 1) / (tf + norm)
+
+    # Each query term is a phrase of its own, as in FTS5: two words with one stem
+    # ("float", "floats") count that stem twice. A term with expansions (a prefix's
+    # words, synonyms) scores a memory by its best one, times that one's weight.
+    wanted_groups = term_groups(data, terms, stem)
+    for group, times in Counter(wanted_groups).items():
+        found_parts = [(p, w) for t, w in group if (p := part(t)) is not None]
+        if not found_parts:
+            continue
+        if len(found_parts) == 1:
+            (slots, value), weight = found_parts[0]
+            value = value * weight if weight != 1.0 else value
+        else:
+            slots, value = _best_per_slot(found_parts)
+        scores[slots] += times * value
         held[slots] += times
         matched[slots] = True
     found = np.flatnonzero(matched)  # every term's part is > 0: the slots scored
@@ -82,8 +101,8 @@ def top_matches(
     if wanted.applies_to is not None:
         found = found[data.scopes.applying_to(wanted.applies_to)[found]]
     values = scores[found]
-    if coordinate and terms:
-        values *= held[found] / len(terms)
+    if coordinate and wanted_groups:
+        values *= held[found] / len(wanted_groups)
     if len(found) > limit:
         # Every match scoring at least the limit-th best, so that ties at the cut are
         # broken as below (by rowid, which slot order follows) and not arbitrarily.
@@ -92,3 +111,36 @@ def top_matches(
         found, values = found[keep], values[keep]
     best = np.lexsort((found, -values))[:limit]
     return {data.ids[int(found[i])]: float(values[i]) for i in best}
+
+
+def term_groups(
+    data: Data, terms: list[str], stem: Callable[[list[str]], list[str]]
+) -> list[tuple[tuple[str, float], ...]]:
+    """Each query term's stemmed index tokens and their weights (`tokens.groups`), a
+    prefix replaced by the index's terms that start with its stem (FTS5 stems a prefix
+    too: `migration*` is `migrat*`), at most MAX_PREFIX_TERMS of the most frequent."""
+    groups = tokens.groups(terms)
+    words = [t.rstrip(tokens.PREFIX) for g in groups for t, _ in g.tokens]
+    stems = iter(stem(words))
+    out: list[tuple[tuple[str, float], ...]] = []
+    for group in groups:
+        stemmed: list[tuple[str, float]] = []
+        for t, weight in group.tokens:
+            s = next(stems)
+            if tokens.is_prefix(t):
+                stemmed += [(w, weight) for w in data.starting_with(s, MAX_PREFIX_TERMS)]
+            else:
+                stemmed.append((s, weight))
+        out.append(tuple(stemmed))
+    return out
+
+
+def _best_per_slot(found_parts: list[tuple[tuple[Any, Any], float]]) -> tuple[Any, Any]:
+    """The slots any of the parts holds, each with its best weighted part."""
+    slots = np.concatenate([p[0] for p, _ in found_parts])
+    values = np.concatenate([p[1] * w for p, w in found_parts])
+    order = np.lexsort((-values, slots))  # by slot, best first
+    slots, values = slots[order], values[order]
+    first = np.ones(len(slots), dtype=bool)
+    first[1:] = slots[1:] != slots[:-1]
+    return slots[first], values[first]

@@ -27,6 +27,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from app.db import probe
 from app.db.backends.sqlite import SQLiteBackend
+from app.learning import tokens
 from app.repositories.memory_sql import MEMORIES, FilterShape, filter_params
 from app.schemas.filters import MemoryFilters
 from app.search.base import Ranked, Statements, ranked_statement, relative, scored
@@ -186,8 +187,8 @@ class Fts5Search:
         statistics are global).
         """
         token = ns_token(namespace)
-        chosen, share = await self._selective_terms(session, token, terms)
-        words = " OR ".join(f'"{t}"' for t in chosen)
+        chosen, share = await self._selective_terms(session, token, tokens.groups(list(terms)))
+        words = _match_expression(chosen)
         if share >= NS_FILTER_BELOW:
             query, fetch = f"content:({words})", int(prefilter / share) + 1
         else:
@@ -212,33 +213,42 @@ class Fts5Search:
         return relative(found)
 
     async def _selective_terms(
-        self, session: AsyncSession, token: str, terms: Sequence[str]
-    ) -> tuple[list[str], float]:
-        """The query terms worth matching on, and the namespace's share of the index.
+        self, session: AsyncSession, token: str, groups: list[tokens.Group]
+    ) -> tuple[list[tuple[str, float]], float]:
+        """The index tokens worth matching on (with their weights), and the namespace's
+        share of the index.
 
-        Terms no memory holds are dropped. Once the namespace holds PRUNE_FROM memories,
-        the rarest terms are kept: always MIN_MATCH_TERMS of them, then more while their
-        posting lists together stay under POSTINGS_BUDGET (BM25 gives common terms little
-        weight, and scoring each of their postings is what a query costs). At most
-        MAX_MATCH_TERMS."""
-        stems = await self._stems(session, terms)
+        Each term's own token is kept, unless no memory holds it. Once the namespace holds
+        PRUNE_FROM memories, the rarest are kept: always MIN_MATCH_TERMS of them, then more
+        while their posting lists together stay under POSTINGS_BUDGET (BM25 gives common
+        terms little weight, and scoring each of their postings is what a query costs). At
+        most MAX_MATCH_TERMS. Prefixes are kept (FTS5 expands them itself), and a term's
+        expansions (synonyms) that some memory holds."""
+        own = [g.tokens[0][0] for g in groups if not tokens.is_prefix(g.tokens[0][0])]
+        prefixes = [g.tokens[0] for g in groups if tokens.is_prefix(g.tokens[0][0])]
+        extra = [t for g in groups for t in g.tokens[1:]]
+        stems = await self._stems(session, [*own, *(t for t, _ in extra)])
         df = await self._frequencies(session, [*stems, token.lower(), TOTAL])
         total, in_namespace = df[TOTAL], df[token.lower()]
         share = in_namespace / total if total else 1.0
-        count = {i: df[stems[i]] for i in range(len(terms))}
+        expansions = [t for t, s in zip(extra, stems[len(own) :], strict=True) if df[s] > 0]
+        count = {i: df[stems[i]] for i in range(len(own))}
         present = sorted((i for i in count if count[i] > 0), key=lambda i: count[i])
         if not present:
-            return list(terms), share  # nothing matches; let the engine say so
+            # Nothing matches but perhaps a prefix or a synonym; else let the engine say so.
+            return [(t, 1.0) for t in own] + prefixes + expansions, share
         if in_namespace < PRUNE_FROM:
-            return [terms[i] for i in sorted(present)][:MAX_MATCH_TERMS], share
-        chosen: list[int] = []
-        postings = 0
-        for i in present[:MAX_MATCH_TERMS]:
-            if len(chosen) >= MIN_MATCH_TERMS and postings + count[i] > POSTINGS_BUDGET:
-                break
-            chosen.append(i)
-            postings += count[i]
-        return [terms[i] for i in sorted(chosen)], share
+            kept = sorted(present)[:MAX_MATCH_TERMS]
+        else:
+            picked: list[int] = []
+            postings = 0
+            for i in present[:MAX_MATCH_TERMS]:
+                if len(picked) >= MIN_MATCH_TERMS and postings + count[i] > POSTINGS_BUDGET:
+                    break
+                picked.append(i)
+                postings += count[i]
+            kept = sorted(picked)
+        return [(own[i], 1.0) for i in kept] + prefixes + expansions, share
 
     async def _stems(self, session: AsyncSession, terms: Sequence[str]) -> list[str]:
         """The index's stem of each term (the tokenizer runs in a private temp table)."""
@@ -273,3 +283,14 @@ class Fts5Search:
             if len(cache) > 100_000:
                 cache.clear()
         return {t: cache[t][1] if t in cache else 0 for t in stems}
+
+
+def _match_expression(chosen: list[tuple[str, float]]) -> str:
+    """An OR of the tokens, each a phrase (`"mig"*` for a prefix). FTS5's bm25() sums
+    over the phrases, so a token weighing twice another is written twice."""
+    least = min((w for _, w in chosen), default=1.0)
+    phrases = []
+    for t, weight in chosen:
+        phrase = f'"{t[:-1]}"*' if tokens.is_prefix(t) else f'"{t}"'
+        phrases += [phrase] * max(1, round(weight / least))
+    return " OR ".join(phrases)

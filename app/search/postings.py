@@ -4,6 +4,8 @@ index, `loading.py` fills this data, `bm25.py` scores a query over it)."""
 
 from __future__ import annotations
 
+import bisect
+import heapq
 from array import array
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -99,6 +101,10 @@ class Data:
         self.type_codes: dict[str, int] = {}
         self.scopes = _Scopes()
         self.postings: dict[str, _Postings] = {}
+        # The terms in order, for prefix queries; new terms wait in `_new_terms` until
+        # the next one (sorting a sorted list with a sorted run appended is one merge).
+        self._terms: list[str] = []
+        self._new_terms: list[str] = []
         self.live = 0
         self.live_tokens = 0.0
         self.cursor = 0  # highest rowid held by a live slot
@@ -141,7 +147,22 @@ class Data:
         postings = self.postings.get(term)
         if postings is None:
             postings = self.postings[term] = _Postings()
+            self._new_terms.append(term)
         postings.slots.append(slot)
         postings.tf.append(tf)
         self.lengths[slot] += tf
         self.live_tokens += tf
+
+    def starting_with(self, prefix: str, limit: int) -> list[str]:
+        """The terms that start with `prefix`; the `limit` held by most slots if more."""
+        if self._new_terms:
+            self._new_terms.sort()
+            self._terms += self._new_terms
+            self._terms.sort()
+            self._new_terms = []
+        lo = bisect.bisect_left(self._terms, prefix)
+        hi = bisect.bisect_left(self._terms, prefix + "\U0010ffff")
+        found = self._terms[lo:hi]
+        if len(found) > limit:
+            found = heapq.nlargest(limit, found, key=lambda t: len(self.postings[t].slots))
+        return found

@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
 from app.db.backends.postgres import PostgresBackend
+from app.learning import tokens
 from app.repositories.memory_sql import MEMORIES, FilterShape, filter_params
 from app.schemas.filters import MemoryFilters
 from app.search.base import Ranked, Statements, ranked_statement, relative, scored
@@ -22,6 +23,7 @@ from app.search.base import Ranked, Statements, ranked_statement, relative, scor
 class TsvectorSearch:
     def __init__(self) -> None:
         self._matches = Statements(_matches_statement)
+        self._expanded = Statements(lambda shape: _matches_statement(shape, expanded=True))
         self._ranked = Statements(_ranked_statement)
 
     def start(self) -> None:
@@ -43,8 +45,10 @@ class TsvectorSearch:
         limit: int,
     ) -> dict[str, float]:
         params = filter_params(namespace, filters, datetime.now(UTC), backend=PostgresBackend)
-        params |= {"tsquery": " | ".join(terms), "limit": limit}
-        rows = await session.execute(self._matches(FilterShape.of(filters)), params)
+        own, extra = _tsqueries(tokens.groups(list(terms)))
+        params |= {"tsquery": own, "expansions": extra, "limit": limit}
+        statements = self._expanded if extra else self._matches
+        rows = await session.execute(statements(FilterShape.of(filters)), params)
         return relative((str(mid), float(rel)) for mid, rel in rows)
 
     async def blend(
@@ -64,12 +68,26 @@ class TsvectorSearch:
         return scored(await session.execute(self._ranked(FilterShape.of(filters)), params))
 
 
-def _matches_statement(shape: FilterShape) -> Any:
+def _tsqueries(groups: list[tokens.Group]) -> tuple[str, str]:
+    """The terms' own tokens and their expansions, each as an OR tsquery (`mig:*` for a
+    prefix); the expansions' is empty when there are none."""
+    own = [g.tokens[0][0] for g in groups]
+    extra = [t for g in groups for t, _ in g.tokens[1:]]
+    return " | ".join(f"{t[:-1]}:*" if tokens.is_prefix(t) else t for t in own), " | ".join(extra)
+
+
+def _matches_statement(shape: FilterShape, *, expanded: bool = False) -> Any:
     """The best `limit` matches by ts_rank_cd among the memories passing the shape's match
-    filters (the engine keeps them in C, by text relevance alone)."""
-    tsquery = func.to_tsquery(literal_column("'english'::regconfig"), bindparam("tsquery"))
+    filters (the engine keeps them in C, by text relevance alone). `expanded`: a match of
+    the `expansions` query (synonyms) adds its rank times their weight."""
+    english: ColumnElement[Any] = literal_column("'english'::regconfig")
+    tsquery: ColumnElement[Any] = func.to_tsquery(english, bindparam("tsquery"))
     vector: ColumnElement[Any] = literal_column("memories.search_vector")
-    rank = func.ts_rank_cd(vector, tsquery)
+    rank: ColumnElement[Any] = func.ts_rank_cd(vector, tsquery)
+    if expanded:
+        extra = func.to_tsquery(english, bindparam("expansions"))
+        rank = rank + tokens.EXPANSION_WEIGHT * func.ts_rank_cd(vector, extra)
+        tsquery = tsquery.op("||")(extra)
     return (
         select(MEMORIES.c.id, rank.label("relevance"))
         .where(MEMORIES.c.namespace == bindparam("namespace"), vector.op("@@")(tsquery))

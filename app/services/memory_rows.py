@@ -12,6 +12,7 @@ import orjson
 
 from app.core.config import Limits
 from app.core.errors import PayloadTooLarge
+from app.learning.tokens import search_terms
 from app.repositories.memories import MemoryRecord
 from app.schemas.memory import MemoryFields, MemoryRead, within_sensitivity
 
@@ -79,6 +80,7 @@ def new_memory(
         "namespace": namespace,
         "id": memory_id,
         "content": content,
+        "search_terms": search_terms(content),
         "status": "active",
         "confidence": confidence,
         "sensitivity": sensitivity,

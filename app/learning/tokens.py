@@ -1,0 +1,157 @@
+"""Search tokens beyond plain words, the same on both sides of search (pure, no I/O).
+
+A word tokenizer splits `C++` into `c`, `C#` into `c` and `src/app/main.py` into four
+words, so such forms are also indexed as one token each, written beside a memory's
+content (its `search_terms` column, which the full-text index holds with the content):
+- `C++`, `C#`, `F#` -> `cplusplus`, `csharp`, `fsharp`; `.NET`, `.env` -> `dotnet`,
+  `dotenv`; `node.js`, `ASP.NET` -> `nodejs`, `aspnet`;
+- other joined forms (paths, identifiers, error codes: `src/app/main.py`,
+  `ERR_MODULE_NOT_FOUND`, `CVE-2024-3094`) -> their letters and digits as one token
+  (`srcappmainpy`), and for a path each of its tails too (`appmainpy`, `mainpy`).
+A query names such a form and the search looks for its token: alone for the first kind
+(`C++` never finds a memory that only says `C`), beside its parts (as before) for the
+second. `mig*` is a prefix term; a plain word also looks for its curated synonyms and
+irregular inflections (`synonyms.py`), which weigh less than the word itself.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from app.learning.synonyms import EXPANSIONS
+
+EXPANSION_WEIGHT = 0.5  # a synonym's match counts half the word's asked for
+MAX_TERMS_PER_MEMORY = 256
+MAX_FORM_CHARS = 200
+PREFIX = "*"
+STOP_WORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been
+    before being below between both but by can could did do does doing down during each
+    few for from further had has have having he her here hers herself him himself his how
+    i if in into is it its itself just me more most my myself no nor not now of off on
+    once only or other our ours ourselves out over own same she should so some such than
+    that the their theirs them themselves then there these they this those through to too
+    under until up very was we were what when where which while who whom why will with
+    would you your yours yourself yourselves""".split()
+)
+
+# Dotted names that are one thing, not a file or a path: no parts are searched for.
+WHOLE = frozenset({"asp.net", "vb.net", "node.js", "vue.js", "next.js", "nuxt.js", "d3.js"})
+
+_SCAN = re.compile(
+    r"""
+    (?P<sym>(?<![\w.+\#])[a-z](?:\+\+|\#)(?![\w+\#]))      # c++ c# f#
+  | (?P<dot>(?<![\w.])\.[^\W_]+(?![\w]|[./\\-][^\W_]))     # .net .env
+  | (?P<joined>[^\W_]+(?:(?:_*[./\\-]_*|_+)[^\W_]+)+)     # paths, identifiers, codes
+  | (?P<prefix>[^\W_]+\*)                                  # mig*
+  | (?P<word>[^\W_]+)
+    """,
+    re.VERBOSE,
+)
+_PART = re.compile(r"[^\W_]+")
+_PATH_SEP = re.compile(r"[/\\]")
+
+
+class Form(NamedTuple):
+    kind: str  # "whole" (one token), "joined" (a token and its parts), "prefix", "word"
+    text: str  # as the query or memory says it, lower case
+
+
+class Group(NamedTuple):
+    """One query term's index tokens with their weights; the term is held when any is.
+    A token ending in "*" is a prefix."""
+
+    tokens: tuple[tuple[str, float], ...]
+
+
+def scan(text: str) -> list[Form]:
+    """The forms of a text, in order (lower case; runs of other characters skipped)."""
+    forms: list[Form] = []
+    for m in _SCAN.finditer(text.lower()):
+        kind = m.lastgroup
+        value = m.group()
+        if kind in ("sym", "dot"):
+            forms.append(Form("whole", value))
+        elif kind == "joined":
+            forms.extend(_joined(value))
+        elif kind == "prefix":
+            forms.append(Form("prefix", value))
+        else:
+            forms.append(Form("word", value))
+    return forms
+
+
+def _joined(value: str) -> list[Form]:
+    parts = _PART.findall(value)
+    if value in WHOLE:
+        return [Form("whole", value)]
+    # Numbers (3.14, 2024-01-05) and runs of initials (e.g.) are their words, as before.
+    wordy = any(len(p) > 1 and not p.isdigit() for p in parts)
+    if not wordy or len(value) > MAX_FORM_CHARS:
+        return [Form("word", p) for p in parts]
+    return [Form("joined", value)]
+
+
+def token(form: Form) -> str:
+    """The form's one index token."""
+    text = form.text
+    if form.kind == "whole" and len(text) == 3 and text[1:] == "++":
+        return text[0] + "plusplus"
+    if form.kind == "whole" and len(text) == 2 and text[1] == "#":
+        return text[0] + "sharp"
+    if text.startswith("."):
+        return "dot" + "".join(_PART.findall(text))
+    return "".join(_PART.findall(text))
+
+
+def search_terms(content: str) -> str | None:
+    """The tokens of a memory's text that its words alone do not give (None: none)."""
+    found: dict[str, None] = {}
+    for form in scan(content):
+        if form.kind == "whole":
+            found.setdefault(token(form), None)
+        elif form.kind == "joined":
+            found.setdefault(token(form), None)
+            pieces = _PATH_SEP.split(form.text)
+            for i in range(1, len(pieces)):  # each tail of a path: `main.py` finds it
+                tail = token(Form("joined", "/".join(pieces[i:])))
+                if tail:
+                    found.setdefault(tail, None)
+        if len(found) >= MAX_TERMS_PER_MEMORY:
+            break
+    return " ".join(found) or None
+
+
+def searched(word: str) -> bool:
+    """Whether a plain word is searched for (stop words and single letters are not)."""
+    return len(word) > 1 and word not in STOP_WORDS
+
+
+def groups(terms: Sequence[str]) -> list[Group]:
+    """The index tokens of query terms (`ranking.query_terms`), one group per term and
+    per searched part of a joined form, in order and without repeats."""
+    out: dict[tuple[tuple[str, float], ...], None] = {}
+    for term in terms:
+        for form in scan(term):
+            if form.kind == "prefix":
+                out.setdefault(((form.text, 1.0),), None)
+            elif form.kind == "whole":
+                out.setdefault(_expanded(token(form)), None)
+            elif form.kind == "joined":
+                out.setdefault(((token(form), 1.0),), None)
+                for part in _PART.findall(form.text):
+                    if searched(part):
+                        out.setdefault(_expanded(part), None)
+            elif searched(form.text):
+                out.setdefault(_expanded(form.text), None)
+    return [Group(tokens) for tokens in out]
+
+
+def _expanded(word: str) -> tuple[tuple[str, float], ...]:
+    return ((word, 1.0), *((w, EXPANSION_WEIGHT) for w in EXPANSIONS.get(word, ())))
+
+
+def is_prefix(index_token: str) -> bool:
+    return index_token.endswith(PREFIX)
