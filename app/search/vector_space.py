@@ -1,0 +1,233 @@
+"""One namespace's vectors in the vector index (`vectors.py` runs it): a slot per vector
+row read, in the order read, each with its memory's id, type and scope, and the search.
+
+A namespace of at most `exact_max` vectors is a float32 matrix searched exactly (matrix @
+query). Past that it turns approximate: its vectors become int8 (a quarter of the size),
+kept in fixed blocks that an HNSW graph (usearch, cosine, keys = slots) reads in place
+(`copy=False`, so they are stored once). The graph grows in steps (`grow`) run between
+queries; the slots it does not cover yet are searched exactly. Filtered queries ask the
+graph for more than `limit` (as many more as the filter is selective) and keep the allowed
+ones, or search the allowed slots exactly when they are at most `exact_max`."""
+
+from __future__ import annotations
+
+from array import array
+from typing import Any
+
+import numpy as np
+
+from app.schemas.filters import MemoryFilters
+from app.search.postings import _Scopes
+
+try:
+    from usearch.index import Index as _Index
+
+    Index: Any = _Index
+except ImportError:  # the index stays exact
+    Index = None
+
+FIRST_BLOCK = 1024  # int8 rows; each block twice the last, up to BLOCK
+BLOCK = 1 << 16
+STEP = 512  # vectors added to the graph per step: a query waits for one step at most
+CONNECTIVITY = 16
+EXPANSION_ADD = 128
+EXPANSION_SEARCH = 128
+OVERFETCH_TRIES = 4
+
+
+class Space:
+    def __init__(self, dim: int, *, exact_max: int) -> None:
+        self.dim = dim
+        self.exact_max = exact_max
+        self.ids: list[str] = []
+        self.seqs: array[int] = array("q")
+        self.alive = np.zeros(0, dtype=bool)
+        self.types: array[int] = array("i")
+        self.type_codes: dict[str, int] = {}
+        self.scopes = _Scopes()
+        self.slot_of: dict[str, int] = {}
+        self.live = 0
+        self.f32: np.ndarray[Any, Any] | None = np.zeros((0, dim), dtype=np.float32)
+        self.blocks: list[np.ndarray[Any, Any]] = []
+        self.starts: list[int] = []  # first slot of each block
+        self.norms = np.zeros(0, dtype=np.float32)  # of the int8 rows
+        self.graph: Any = None
+        self.covered = 0  # slots [0, covered) are in the graph
+        self.graph_bytes = 0
+
+    @property
+    def approximate(self) -> bool:
+        return self.graph is not None
+
+    @property
+    def building(self) -> bool:
+        return self.graph is not None and self.covered < len(self.ids)
+
+    def add(self, seqs: list[int], rows: list[tuple[str, str, str | None]], vectors: Any) -> None:
+        """New slots: their seqs, (memory id, type, scope as stored) and float32 vectors."""
+        first, n = len(self.ids), len(seqs)
+        self.alive = np.concatenate([self.alive, np.ones(n, dtype=bool)])
+        for slot, (seq, (memory_id, type_, scope)) in enumerate(zip(seqs, rows, strict=True)):
+            self.seqs.append(seq)
+            self.ids.append(memory_id)
+            self.types.append(self.type_codes.setdefault(type_, len(self.type_codes)))
+            self.scopes.add(scope)
+            old = self.slot_of.get(memory_id)
+            if old is not None:  # embedded again: the newer row is the one
+                self.kill(old)
+            self.slot_of[memory_id] = first + slot
+        self.live += n
+        if self.f32 is not None:
+            self._append_f32(vectors)
+            if self.live > self.exact_max and Index is not None:
+                self._go_approximate()
+        else:
+            self._append_i8(vectors)
+
+    def kill(self, slot: int) -> None:
+        if self.alive[slot]:
+            self.alive[slot] = False
+            self.live -= 1
+            if self.slot_of.get(self.ids[slot]) == slot:
+                del self.slot_of[self.ids[slot]]
+
+    def grow(self) -> bool:
+        """Add the next STEP slots to the graph; whether more remain."""
+        if self.graph is None or self.covered >= len(self.ids):
+            return False
+        end = min(len(self.ids), self.covered + STEP)
+        lo = self.covered
+        while lo < end:
+            b = self._block_of(lo)
+            hi = min(end, self.starts[b] + len(self.blocks[b]))
+            rows = self.blocks[b][lo - self.starts[b] : hi - self.starts[b]]
+            self.graph.add(np.arange(lo, hi, dtype=np.uint64), rows, copy=False, threads=1)
+            lo = hi
+        self.covered = end
+        # Read here, in the index's thread: asking the graph while it grows crashes it.
+        self.graph_bytes = int(self.graph.memory_usage)
+        return self.covered < len(self.ids)
+
+    def top(self, query: Any, filters: MemoryFilters, limit: int) -> dict[str, float]:
+        """The `limit` best allowed live slots: memory id -> cosine, best first."""
+        n = len(self.ids)
+        if n == 0 or limit <= 0:
+            return {}
+        allowed = self._allowed(filters)
+        head = self.covered if self.graph is not None else 0
+        slots, scores = self._exact(query, np.flatnonzero(allowed[head:]) + head, limit)
+        if head:
+            within = allowed[:head]
+            count = int(np.count_nonzero(within))
+            filtered = count < int(np.count_nonzero(self.alive[:head]))
+            if count and filtered and count <= self.exact_max:
+                found = self._exact(query, np.flatnonzero(within), limit)
+            elif count:
+                found = self._approximate(query, within, count, limit)
+            else:
+                found = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
+            slots = np.concatenate([slots, found[0]])
+            scores = np.concatenate([scores, found[1]])
+        order = np.lexsort((slots, -scores))[:limit]
+        return {self.ids[int(slots[i])]: float(scores[i]) for i in order}
+
+    def memory_bytes(self) -> int:
+        held = sum(b.nbytes for b in self.blocks) + self.alive.nbytes + self.norms.nbytes
+        if self.f32 is not None:
+            held += self.f32.nbytes
+        return held + self.graph_bytes
+
+    # -- search ----------------------------------------------------------------------
+
+    def _allowed(self, filters: MemoryFilters) -> Any:
+        allowed = self.alive.copy()
+        if filters.types is not None:
+            codes = [self.type_codes[t] for t in filters.types if t in self.type_codes]
+            allowed &= np.isin(np.frombuffer(self.types, dtype=np.int32), codes)
+        if filters.scope is not None:
+            allowed &= self.scopes.matching(filters.scope)
+        if filters.applies_to is not None:
+            allowed &= self.scopes.applying_to(filters.applies_to)
+        return allowed
+
+    def _exact(self, query: Any, slots: Any, limit: int) -> tuple[Any, Any]:
+        if len(slots) == 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        if self.f32 is not None:
+            scores = self.f32[slots] if len(slots) < len(self.ids) else self.f32[: len(self.ids)]
+            scores = scores @ query
+        else:
+            scores = (self._rows(slots).astype(np.float32) @ query) / self.norms[slots]
+        if len(slots) > limit:
+            # Every slot scoring at least the limit-th best, so that ties at the cut go by
+            # slot (as `top` orders them) and not by chance.
+            keep = scores >= np.partition(scores, len(scores) - limit)[len(scores) - limit]
+            return slots[keep], scores[keep]
+        return slots, scores
+
+    def _approximate(self, query: Any, within: Any, count: int, limit: int) -> tuple[Any, Any]:
+        """The graph's best allowed slots, asking for more while a filter leaves too few."""
+        head = len(within)
+        fetch = min(head, max(limit, int(np.ceil(limit * head / count * 1.5))) + 8)
+        for _ in range(OVERFETCH_TRIES):
+            found = self.graph.search(query, fetch, threads=1)
+            keys = np.asarray(found.keys, dtype=np.int64)
+            sims = 1.0 - np.asarray(found.distances, dtype=np.float32)
+            keep = keys < head
+            keep[keep] &= within[keys[keep]]
+            if int(np.count_nonzero(keep)) >= min(limit, count) or fetch >= head:
+                break
+            fetch = min(head, fetch * 4)
+        return keys[keep][:limit], sims[keep][:limit]
+
+    # -- storage ---------------------------------------------------------------------
+
+    def _append_f32(self, vectors: Any) -> None:
+        assert self.f32 is not None
+        n, need = len(self.ids) - len(vectors), len(self.ids)
+        if need > len(self.f32):
+            grown = np.empty((max(need, 2 * len(self.f32), 64), self.dim), dtype=np.float32)
+            grown[:n] = self.f32[:n]
+            self.f32 = grown
+        self.f32[n:need] = vectors
+
+    def _go_approximate(self) -> None:
+        assert self.f32 is not None
+        held, self.f32 = self.f32[: len(self.ids)], None
+        self._append_i8(held)
+        self.graph = Index(
+            ndim=self.dim,
+            metric="cos",
+            dtype="i8",
+            connectivity=CONNECTIVITY,
+            expansion_add=EXPANSION_ADD,
+            expansion_search=EXPANSION_SEARCH,
+        )
+
+    def _append_i8(self, vectors: Any) -> None:
+        quantized = np.clip(np.rint(vectors * 127.0), -127, 127).astype(np.int8)
+        norms = np.linalg.norm(quantized.astype(np.float32), axis=1)
+        self.norms = np.concatenate([self.norms, np.maximum(norms, 1e-6)])
+        slot, end = len(self.ids) - len(vectors), len(self.ids)
+        while slot < end:
+            capacity = self.starts[-1] + len(self.blocks[-1]) if self.blocks else 0
+            if slot >= capacity:
+                size = min(BLOCK, max(FIRST_BLOCK, 2 * len(self.blocks[-1]) if self.blocks else 0))
+                self.starts.append(capacity)
+                self.blocks.append(np.zeros((size, self.dim), dtype=np.int8))
+                capacity += size
+            hi = min(end, capacity)
+            block, start = self.blocks[-1], self.starts[-1]
+            block[slot - start : hi - start] = quantized[slot - (end - len(vectors)) :][: hi - slot]
+            slot = hi
+
+    def _block_of(self, slot: int) -> int:
+        return int(np.searchsorted(self.starts, slot, side="right")) - 1
+
+    def _rows(self, slots: Any) -> Any:
+        rows = np.empty((len(slots), self.dim), dtype=np.int8)
+        blocks = np.searchsorted(self.starts, slots, side="right") - 1
+        for b in np.unique(blocks):
+            at = blocks == b
+            rows[at] = self.blocks[int(b)][slots[at] - self.starts[int(b)]]
+        return rows
