@@ -147,7 +147,7 @@ async def test_gives_up_after_max_retries_saying_why(standin: StandIn) -> None:
 
 async def test_a_server_that_does_not_answer_times_out(standin: StandIn) -> None:
     standin.then("hang")
-    client = embedder(standin.base_url, timeout_s=0.5, max_retries=0)
+    client = embedder(standin.base_url, timeout_s=1.0, max_retries=0)
     try:
         with pytest.raises(EmbeddingError, match="timed out"):
             await client.embed(["slow"])
@@ -157,7 +157,7 @@ async def test_a_server_that_does_not_answer_times_out(standin: StandIn) -> None
 
 async def test_a_timeout_is_retried(standin: StandIn) -> None:
     standin.then("hang")
-    client = embedder(standin.base_url, timeout_s=0.5, max_retries=1)
+    client = embedder(standin.base_url, timeout_s=1.0, max_retries=1)
     try:
         vectors = await client.embed(["slow, then fine"])
     finally:
