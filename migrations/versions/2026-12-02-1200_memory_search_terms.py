@@ -34,7 +34,12 @@ def upgrade() -> None:
         _fill()
     else:
         _fill()
-        _postgres_vector("content || coalesce(' ' || search_terms, '')")
+        # The terms weigh most (ts_rank_cd counts an 'A' lexeme 10 times a 'D' one): it
+        # has no idf, and a rare whole token should outrank common words.
+        _postgres_vector(
+            "to_tsvector('english', content) || "
+            "setweight(to_tsvector('english', coalesce(search_terms, '')), 'A')"
+        )
 
 
 def downgrade() -> None:
@@ -44,7 +49,7 @@ def downgrade() -> None:
         _sqlite_triggers(indexed="new.content", columns="content")
         op.execute("ALTER TABLE memories DROP COLUMN search_terms")
     else:
-        _postgres_vector("content")
+        _postgres_vector("to_tsvector('english', content)")
         op.drop_column("memories", "search_terms")
 
 
@@ -109,11 +114,11 @@ def _fill() -> None:
 
 
 def _postgres_vector(indexed: str) -> None:
-    """The generated tsvector column (and its GIN index) over `indexed`."""
+    """The generated tsvector column `indexed` (and its GIN index)."""
     op.execute("DROP INDEX IF EXISTS ix_memories_search")
     op.execute("ALTER TABLE memories DROP COLUMN search_vector")
     op.execute(
         "ALTER TABLE memories ADD COLUMN search_vector tsvector "
-        f"GENERATED ALWAYS AS (to_tsvector('english', {indexed})) STORED"
+        f"GENERATED ALWAYS AS ({indexed}) STORED"
     )
     op.execute("CREATE INDEX ix_memories_search ON memories USING GIN (search_vector)")
