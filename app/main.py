@@ -34,6 +34,8 @@ from app.core.metrics import Metrics
 from app.core.tasks import cancel_and_wait
 from app.db.backends import open_backend
 from app.db.migrate import migrate
+from app.embeddings import start_embedder
+from app.embeddings.backlog import Backlog
 from app.mcp import McpEndpoint
 from app.search import open_search
 from app.services.auth import Authenticator
@@ -102,8 +104,21 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             if metrics is not None:
                 metrics.ingest_queue.set_function(lambda: writer.queue_depth)
             writer.start()
-            search = open_search(backend, settings.recall)
+            embedder = await start_embedder(settings.embeddings)
+            search = open_search(backend, settings, embedder=embedder)
             search.start()
+            backlog = (
+                Backlog(
+                    embedder,
+                    transactions,
+                    settings=settings.embeddings,
+                    learning=settings.learning,
+                    pressure=load.busy,
+                    on_stored=search.vectors.refresh if search.vectors else None,
+                )
+                if embedder is not None and worker is not None
+                else None
+            )
             checkpointer = backend.checkpointer(metrics)
             if checkpointer is not None:
                 checkpointer.start()
@@ -118,12 +133,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 recall_rng=random.Random(settings.recall.seed),
                 search=search,
                 worker=worker,
+                backlog=backlog,
                 checkpointer=checkpointer,
             )
             sweeper = asyncio.create_task(_sweep_loop(writer, settings.sweep_interval_s))
             background = [sweeper]
             if worker is not None:
                 background.append(asyncio.create_task(worker.run(resume=True)))
+            if backlog is not None:
+                background.append(asyncio.create_task(backlog.run()))
             # What exists now (modules, schemas, engines) lives for the whole process:
             # keep it out of the collector's full passes, which otherwise walk it
             # every few hundred requests and stall the event loop for tens of ms.
@@ -150,6 +168,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 if checkpointer is not None:
                     await checkpointer.stop()
                 await search.close()
+                if embedder is not None:
+                    await embedder.close()
         finally:
             if blobs is not None:
                 blobs.close()

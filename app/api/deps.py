@@ -22,6 +22,7 @@ from app.core.config import Settings
 from app.core.errors import Forbidden, InvalidInput
 from app.db.backends.base import Maintenance
 from app.db.engine import Transactions
+from app.embeddings.backlog import Backlog
 from app.search import Retrieval
 from app.services import audit
 from app.services.auth import Authenticator, Principal, Role
@@ -51,6 +52,8 @@ class AppState:
     search: Retrieval
     # The in-process background worker (None when `engram worker` runs it elsewhere).
     worker: Worker | None = None
+    # Embeds new memories in the background (where the worker runs, with an embedder).
+    backlog: Backlog | None = None
     # SQLite (a file): the thread that checkpoints the write-ahead log.
     checkpointer: Maintenance | None = None
     # Requests under one Idempotency-Key, one at a time.

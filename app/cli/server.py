@@ -142,6 +142,8 @@ def worker(
     from app.db.backends import backend_of
     from app.db.engine import Transactions
     from app.db.migrate import migrate as run_migrate
+    from app.embeddings import start_embedder
+    from app.embeddings.backlog import Backlog
     from app.worker.runner import Worker
 
     settings = get_settings()
@@ -154,15 +156,32 @@ def worker(
                 await run_migrate(engine)
             transactions = Transactions(engine, one_writer=backend_of(engine).one_writer)
             runner = Worker(transactions, settings.learning)
-            if once:
-                return await runner.drain()
-            task = asyncio.create_task(runner.run(resume=True))
-            loop = asyncio.get_running_loop()
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(sig, task.cancel)
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-            return 0
+            # The embedding backlog is the worker's too (the API embeds only queries then).
+            embedder = await start_embedder(settings.embeddings)
+            backlog = (
+                Backlog(
+                    embedder, transactions, settings=settings.embeddings, learning=settings.learning
+                )
+                if embedder is not None
+                else None
+            )
+            try:
+                if once:
+                    done = await runner.drain()
+                    if backlog is not None:
+                        await backlog.drain()
+                    return done
+                loops = [runner.run(resume=True)] + ([backlog.run()] if backlog else [])
+                task = asyncio.ensure_future(asyncio.gather(*loops))
+                loop = asyncio.get_running_loop()
+                for sig in (signal.SIGINT, signal.SIGTERM):
+                    loop.add_signal_handler(sig, task.cancel)
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+                return 0
+            finally:
+                if embedder is not None:
+                    await embedder.close()
         finally:
             await engine.dispose()
 

@@ -39,6 +39,13 @@ class Readiness(BaseModel):
         description="The in-process search index's size and state, where one is kept "
         "(SQLite); absent otherwise",
     )
+    search: dict[str, Any] | None = Field(
+        default=None,
+        description="`mode`: how memories are searched by default (lexical, or hybrid with "
+        "an embedder); `embeddings`: the model, the vector size, the memories `pending` "
+        "(not embedded yet), how many this process `embedded` and at what rate "
+        "(`per_second`), and the vector index's state",
+    )
 
 
 class DatasetMetadata(BaseModel):

@@ -9,26 +9,38 @@ Indexes are caches of SQL, never sources of truth."""
 
 from __future__ import annotations
 
-from app.core.config import Recall
+from app.core.config import Settings
 from app.db.backends import Backend
+from app.embeddings.base import Embedder
 from app.search.base import Ranked, Search
 from app.search.fts5 import Fts5Search
 from app.search.hybrid import Found, Hit, Mode, NoEmbedder, Retrieval
 from app.search.tsvector import TsvectorSearch
 
 
-def open_search(backend: Backend, settings: Recall) -> Retrieval:
-    """The search of this backend's database (started by the caller)."""
+def open_search(backend: Backend, settings: Settings, *, embedder: Embedder | None) -> Retrieval:
+    """The search of this backend's database (started by the caller): BM25, and with an
+    embedder the vector index of its model."""
     lexical: Search
     if backend.engine.dialect.name == Fts5Search.dialect:
         lexical = Fts5Search(
             database_file=backend.database_file,
-            use_index=settings.search_index,
+            use_index=settings.recall.search_index,
             local_probe=backend.local_probe,
         )
     else:
         lexical = TsvectorSearch()
-    return Retrieval(lexical)
+    if embedder is None:
+        return Retrieval(lexical)
+    from app.search.vectors import VectorIndex  # numpy arrays, and usearch once large
+
+    vectors = VectorIndex(
+        backend.engine,
+        model=embedder.model,
+        dim=embedder.dim,
+        exact_max=settings.embeddings.exact_max,
+    )
+    return Retrieval(lexical, embedder=embedder, vectors=vectors, rrf_k=settings.embeddings.rrf_k)
 
 
 __all__ = ["Found", "Hit", "Mode", "NoEmbedder", "Ranked", "Retrieval", "Search", "open_search"]

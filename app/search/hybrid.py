@@ -8,23 +8,23 @@ recall logs in its transition so that the dataset can learn from them."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.core.errors import StoreUnavailable
+from app.embeddings.base import Embedder, EmbeddingError
 from app.learning.ranking import query_terms
 from app.repositories.memory_sql import MemoryRow
 from app.schemas.filters import MemoryFilters
 from app.search.base import PREFILTER, Search
-
-if TYPE_CHECKING:
-    from app.embeddings.base import Embedder
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +43,9 @@ class Vectors(Protocol):
     async def close(self) -> None: ...
 
     def stats(self) -> dict[str, Any]: ...
+
+    async def refresh(self) -> None:
+        """Catch up with the vectors stored since the last read, now."""
 
     async def top(
         self, namespace: str, vector: Any, filters: MemoryFilters, *, limit: int
@@ -97,12 +100,6 @@ class Retrieval:
         if self.vectors is not None:
             await self.vectors.close()
 
-    def stats(self) -> dict[str, Any] | None:
-        index = self.lexical.stats()
-        if self.vectors is None:
-            return index
-        return {**(index or {}), "vectors": self.vectors.stats()}
-
     async def rank(
         self,
         session: AsyncSession,
@@ -121,15 +118,18 @@ class Retrieval:
             raise NoEmbedder(mode)
         terms = query_terms(query)
         prefilter = max(PREFILTER, 4 * limit)
-        lexical: dict[str, float] = {}
-        if terms and mode is not Mode.DENSE:
-            lexical = await self.lexical.matches(
-                session, namespace, terms, filters, limit=prefilter
+        # BM25 and the query's embedding run at once: the index's and the model's threads.
+        lexical, dense = await asyncio.gather(
+            self._lexical(session, namespace, terms, filters, prefilter, mode),
+            self._dense(namespace, query, filters, prefilter, mode),
+        )
+        if dense is None and mode is Mode.DENSE:
+            raise StoreUnavailable(
+                "the embedder did not answer: no vector search now", field="mode"
             )
-        dense: dict[str, float] = {}
-        if mode is not Mode.LEXICAL and query.strip():
-            dense = await self._dense(namespace, query, filters, prefilter)
-        parts = _fused(lexical, dense, self.rrf_k) if mode is not Mode.LEXICAL else None
+        if dense is None:
+            mode = Mode.LEXICAL  # say what was done, not what was asked
+        parts = _fused(lexical, dense or {}, self.rrf_k) if mode is not Mode.LEXICAL else None
         relevance = (
             lexical if parts is None else {mid: p["fused_relative"] for mid, p in parts.items()}
         )
@@ -158,19 +158,33 @@ class Retrieval:
             missing = len(ids) - len(await self.vectors.holds(namespace, ids))
         return Found(hits=hits, terms=terms, mode=mode, missing_vectors=missing)
 
-    async def _dense(
-        self, namespace: str, query: str, filters: MemoryFilters, limit: int
+    async def _lexical(
+        self,
+        session: AsyncSession,
+        namespace: str,
+        terms: list[str],
+        filters: MemoryFilters,
+        limit: int,
+        mode: Mode,
     ) -> dict[str, float]:
-        from app.embeddings.base import EmbeddingError
+        if not terms or mode is Mode.DENSE:
+            return {}
+        return await self.lexical.matches(session, namespace, terms, filters, limit=limit)
 
+    async def _dense(
+        self, namespace: str, query: str, filters: MemoryFilters, limit: int, mode: Mode
+    ) -> dict[str, float] | None:
+        """The vector matches; None when the query could not be embedded."""
+        if mode is Mode.LEXICAL or not query.strip():
+            return {}
         assert self.embedder is not None
         assert self.vectors is not None
         try:
             vector = (await self.embedder.embed([query]))[0]
-        except EmbeddingError:
+        except EmbeddingError as exc:
             # Recall still answers, lexically: the embedder's endpoint may be down.
-            log.warning("query embedding failed; this search is lexical", exc_info=True)
-            return {}
+            log.warning("query embedding failed; this search is lexical: %s", exc)
+            return None
         return await self.vectors.top(namespace, np.asarray(vector), filters, limit=limit)
 
 

@@ -9,6 +9,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
 from app.api.deps import StateDep
+from app.embeddings.backlog import pending
 from app.schemas.service import Health, Readiness
 
 router = APIRouter(tags=["health"])
@@ -53,7 +54,17 @@ async def ready(state: StateDep) -> Any:
         stores["blobs"] = f"unavailable: {exc}"
     ok = all(v == "ok" for v in stores.values())
     body: dict[str, Any] = {"status": "ready" if ok else "unavailable", "stores": stores}
-    search = state.search.stats()
-    if search is not None:
-        body["search_index"] = search
+    index = state.search.lexical.stats()
+    if index is not None:
+        body["search_index"] = index
+    body["search"] = {"mode": state.search.default_mode.value}
+    if state.search.embedder is not None and ok:
+        embeddings = state.backlog.stats() if state.backlog is not None else {}
+        body["search"]["embeddings"] = {
+            "model": state.search.embedder.model,
+            "dim": state.search.embedder.dim,
+            "pending": await pending(state.transactions),
+            **embeddings,
+            "index": state.search.vectors.stats() if state.search.vectors else None,
+        }
     return body if ok else JSONResponse(body, status_code=503)
