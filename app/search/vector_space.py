@@ -33,6 +33,7 @@ CONNECTIVITY = 16
 EXPANSION_ADD = 128
 EXPANSION_SEARCH = 128
 OVERFETCH_TRIES = 4
+RERANK = 4  # candidates asked of the graph per place, scored again exactly
 
 
 class Space:
@@ -154,10 +155,14 @@ class Space:
         if len(slots) == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         if self.f32 is not None:
-            scores = self.f32[slots] if len(slots) < len(self.ids) else self.f32[: len(self.ids)]
-            scores = scores @ query
+            rows = self.f32[slots] if len(slots) < len(self.ids) else self.f32[: len(self.ids)]
         else:
-            scores = (self._rows(slots).astype(np.float32) @ query) / self.norms[slots]
+            rows = self._rows(slots).astype(np.float32)
+        # einsum, not BLAS: a matrix-vector product is memory-bound, and BLAS's threads
+        # cost more than they save on a busy machine (15 ms instead of 0.4 at 5,000 rows).
+        scores = np.einsum("ij,j->i", rows, query)
+        if self.f32 is None:
+            scores /= self.norms[slots]
         if len(slots) > limit:
             # Every slot scoring at least the limit-th best, so that ties at the cut go by
             # slot (as `top` orders them) and not by chance.
@@ -168,17 +173,16 @@ class Space:
     def _approximate(self, query: Any, within: Any, count: int, limit: int) -> tuple[Any, Any]:
         """The graph's best allowed slots, asking for more while a filter leaves too few."""
         head = len(within)
-        fetch = min(head, max(limit, int(np.ceil(limit * head / count * 1.5))) + 8)
+        fetch = min(head, int(np.ceil(RERANK * limit * head / count)))
         for _ in range(OVERFETCH_TRIES):
-            found = self.graph.search(query, fetch, threads=1)
-            keys = np.asarray(found.keys, dtype=np.int64)
-            sims = 1.0 - np.asarray(found.distances, dtype=np.float32)
-            keep = keys < head
-            keep[keep] &= within[keys[keep]]
-            if int(np.count_nonzero(keep)) >= min(limit, count) or fetch >= head:
+            keys = np.asarray(self.graph.search(query, fetch, threads=1).keys, dtype=np.int64)
+            keys = keys[within[keys]]
+            if len(keys) >= min(RERANK * limit, count) or fetch >= head:
                 break
             fetch = min(head, fetch * 4)
-        return keys[keep][:limit], sims[keep][:limit]
+        # The graph finds the neighbours but orders them by its own rounding of the query:
+        # its candidates are scored again against the float query.
+        return self._exact(query, keys, limit)
 
     # -- storage ---------------------------------------------------------------------
 
@@ -205,7 +209,10 @@ class Space:
         )
 
     def _append_i8(self, vectors: Any) -> None:
-        quantized = np.clip(np.rint(vectors * 127.0), -127, 127).astype(np.int8)
+        # Each vector scaled to the int8 range on its own: cosine ignores the scale, and a
+        # unit vector's numbers (about 0.05 at 384 dimensions) would use a tenth of it.
+        peak = np.maximum(np.abs(vectors).max(axis=1, keepdims=True), 1e-12)
+        quantized = np.rint(vectors * (127.0 / peak)).astype(np.int8)
         norms = np.linalg.norm(quantized.astype(np.float32), axis=1)
         self.norms = np.concatenate([self.norms, np.maximum(norms, 1e-6)])
         slot, end = len(self.ids) - len(vectors), len(self.ids)
