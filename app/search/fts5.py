@@ -188,6 +188,8 @@ class Fts5Search:
         """
         token = ns_token(namespace)
         chosen, share = await self._selective_terms(session, token, tokens.groups(list(terms)))
+        if not chosen:
+            return {}
         words = _match_expression(chosen)
         if share >= NS_FILTER_BELOW:
             query, fetch = f"content:({words})", int(prefilter / share) + 1
@@ -215,15 +217,15 @@ class Fts5Search:
     async def _selective_terms(
         self, session: AsyncSession, token: str, groups: list[tokens.Group]
     ) -> tuple[list[tuple[str, float]], float]:
-        """The index tokens worth matching on (with their weights), and the namespace's
-        share of the index.
+        """The index tokens worth matching on, weighted, and the namespace's index share.
 
         Each term's own token is kept, unless no memory holds it. Once the namespace holds
         PRUNE_FROM memories, the rarest are kept: always MIN_MATCH_TERMS of them, then more
         while their posting lists together stay under POSTINGS_BUDGET (BM25 gives common
         terms little weight, and scoring each of their postings is what a query costs). At
-        most MAX_MATCH_TERMS. Prefixes are kept (FTS5 expands them itself), and a term's
-        expansions (synonyms) that some memory holds."""
+        most MAX_MATCH_TERMS. Prefixes are kept (FTS5 expands them itself), and the terms'
+        expansions (synonyms) that some memory holds, the rarest first while the budget
+        allows once the namespace is that large."""
         own = [g.tokens[0][0] for g in groups if not tokens.is_prefix(g.tokens[0][0])]
         prefixes = [g.tokens[0] for g in groups if tokens.is_prefix(g.tokens[0][0])]
         extra = [t for g in groups for t in g.tokens[1:]]
@@ -231,14 +233,14 @@ class Fts5Search:
         df = await self._frequencies(session, [*stems, token.lower(), TOTAL])
         total, in_namespace = df[TOTAL], df[token.lower()]
         share = in_namespace / total if total else 1.0
-        expansions = [t for t, s in zip(extra, stems[len(own) :], strict=True) if df[s] > 0]
-        count = {i: df[stems[i]] for i in range(len(own))}
-        present = sorted((i for i in count if count[i] > 0), key=lambda i: count[i])
-        if not present:
-            # Nothing matches but perhaps a prefix or a synonym; else let the engine say so.
-            return [(t, 1.0) for t in own] + prefixes + expansions, share
+        count = [df[s] for s in stems]
+        present = sorted((i for i in range(len(own)) if count[i] > 0), key=lambda i: count[i])
+        held = sorted(
+            (i for i in range(len(own), len(stems)) if count[i] > 0), key=count.__getitem__
+        )
         if in_namespace < PRUNE_FROM:
             kept = sorted(present)[:MAX_MATCH_TERMS]
+            expansions = [extra[i - len(own)] for i in held]
         else:
             picked: list[int] = []
             postings = 0
@@ -248,6 +250,15 @@ class Fts5Search:
                 picked.append(i)
                 postings += count[i]
             kept = sorted(picked)
+            expansions = []
+            for i in held:
+                if len(kept) + len(expansions) >= MAX_MATCH_TERMS:
+                    break
+                if postings + count[i] <= POSTINGS_BUDGET:
+                    expansions.append(extra[i - len(own)])
+                    postings += count[i]
+        if not kept and not expansions:
+            kept = list(range(len(own)))  # nothing matches but perhaps a prefix: let FTS5 say
         return [(own[i], 1.0) for i in kept] + prefixes + expansions, share
 
     async def _stems(self, session: AsyncSession, terms: Sequence[str]) -> list[str]:
