@@ -50,7 +50,10 @@ def open_embedder(settings: Embeddings) -> Embedder | None:
 async def start_embedder(settings: Embeddings) -> Embedder | None:
     """The embedder the settings ask for, started; None for lexical search only. One that
     cannot start is a refusal to start, unless `auto` chose it (then search is lexical)."""
-    embedder = open_embedder(settings)
+    try:
+        embedder = open_embedder(settings)
+    except EmbeddingUnavailable as exc:
+        raise StartupRefused(f"ENGRAM_EMBEDDINGS__PROVIDER={settings.provider}: {exc}") from exc
     if embedder is None:
         return None
     try:
