@@ -79,6 +79,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             transactions = backend.transactions
             auth = Authenticator(settings, transactions)
             await auth.startup()
+            # Before anything that must be stopped: an embedder asked for that cannot
+            # start stops the process here.
+            embedder = await start_embedder(settings.embeddings)
             worker = (
                 Worker(
                     transactions,
@@ -104,7 +107,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             if metrics is not None:
                 metrics.ingest_queue.set_function(lambda: writer.queue_depth)
             writer.start()
-            embedder = await start_embedder(settings.embeddings)
             search = open_search(backend, settings, embedder=embedder)
             search.start()
             backlog = (

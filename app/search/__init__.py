@@ -16,6 +16,7 @@ from app.search.base import Ranked, Search
 from app.search.fts5 import Fts5Search
 from app.search.hybrid import Found, Hit, Mode, NoEmbedder, Retrieval
 from app.search.tsvector import TsvectorSearch
+from app.search.vectors import VectorIndex
 
 
 def open_search(backend: Backend, settings: Settings, *, embedder: Embedder | None) -> Retrieval:
@@ -32,8 +33,6 @@ def open_search(backend: Backend, settings: Settings, *, embedder: Embedder | No
         lexical = TsvectorSearch()
     if embedder is None:
         return Retrieval(lexical)
-    from app.search.vectors import VectorIndex  # numpy arrays, and usearch once large
-
     vectors = VectorIndex(
         backend.engine,
         model=embedder.model,
