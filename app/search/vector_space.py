@@ -33,6 +33,7 @@ CONNECTIVITY = 16
 EXPANSION_ADD = 128
 EXPANSION_SEARCH = 128
 OVERFETCH_TRIES = 4
+GET_MAX = 2048  # vectors read back from a restored graph for an exact search, at most
 RERANK = 4  # candidates asked of the graph per place, scored again exactly
 
 
@@ -49,8 +50,11 @@ class Space:
         self.slot_of: dict[str, int] = {}
         self.live = 0
         self.f32: np.ndarray[Any, Any] | None = np.zeros((0, dim), dtype=np.float32)
-        self.blocks: list[np.ndarray[Any, Any]] = []
+        # None: a block the graph holds (restored from a file, which stores the vectors)
+        self.blocks: list[np.ndarray[Any, Any] | None] = []
         self.starts: list[int] = []  # first slot of each block
+        self.sizes: list[int] = []
+        self.restored = 0  # slots [0, restored) read from the graph's vectors
         self.norms = np.zeros(0, dtype=np.float32)  # of the int8 rows
         self.graph: Any = None
         self.covered = 0  # slots [0, covered) are in the graph
@@ -100,8 +104,10 @@ class Space:
         lo = self.covered
         while lo < end:
             b = self._block_of(lo)
-            hi = min(end, self.starts[b] + len(self.blocks[b]))
-            rows = self.blocks[b][lo - self.starts[b] : hi - self.starts[b]]
+            block = self.blocks[b]
+            assert block is not None  # freed blocks are below `covered`
+            hi = min(end, self.starts[b] + self.sizes[b])
+            rows = block[lo - self.starts[b] : hi - self.starts[b]]
             self.graph.add(np.arange(lo, hi, dtype=np.uint64), rows, copy=False, threads=1)
             lo = hi
         self.covered = end
@@ -120,8 +126,7 @@ class Space:
         if head:
             within = allowed[:head]
             count = int(np.count_nonzero(within))
-            filtered = count < int(np.count_nonzero(self.alive[:head]))
-            if count and filtered and count <= self.exact_max:
+            if count and self._exact_is_cheaper(within, count, limit):
                 found = self._exact(query, np.flatnonzero(within), limit)
             elif count:
                 found = self._approximate(query, within, count, limit)
@@ -133,10 +138,21 @@ class Space:
         return {self.ids[int(slots[i])]: float(scores[i]) for i in order}
 
     def memory_bytes(self) -> int:
-        held = sum(b.nbytes for b in self.blocks) + self.alive.nbytes + self.norms.nbytes
+        held = sum(b.nbytes for b in self.blocks if b is not None)
+        held += self.alive.nbytes + self.norms.nbytes
         if self.f32 is not None:
             held += self.f32.nbytes
         return held + self.graph_bytes
+
+    def restore(self, graph: Any) -> None:
+        """Take a saved graph of the first `graph.size` slots (their seqs checked by the
+        caller), and free the blocks it holds the vectors of."""
+        graph.expansion_search = EXPANSION_SEARCH
+        self.graph, self.covered = graph, int(graph.size)
+        for b, (start, size) in enumerate(zip(self.starts, self.sizes, strict=True)):
+            if start + size <= self.covered:
+                self.blocks[b] = None
+                self.restored = start + size
 
     # -- search ----------------------------------------------------------------------
 
@@ -217,16 +233,27 @@ class Space:
         self.norms = np.concatenate([self.norms, np.maximum(norms, 1e-6)])
         slot, end = len(self.ids) - len(vectors), len(self.ids)
         while slot < end:
-            capacity = self.starts[-1] + len(self.blocks[-1]) if self.blocks else 0
+            capacity = self.starts[-1] + self.sizes[-1] if self.blocks else 0
             if slot >= capacity:
-                size = min(BLOCK, max(FIRST_BLOCK, 2 * len(self.blocks[-1]) if self.blocks else 0))
+                size = min(BLOCK, max(FIRST_BLOCK, 2 * self.sizes[-1] if self.blocks else 0))
                 self.starts.append(capacity)
+                self.sizes.append(size)
                 self.blocks.append(np.zeros((size, self.dim), dtype=np.int8))
                 capacity += size
             hi = min(end, capacity)
             block, start = self.blocks[-1], self.starts[-1]
+            assert block is not None
             block[slot - start : hi - start] = quantized[slot - (end - len(vectors)) :][: hi - slot]
             slot = hi
+
+    def _exact_is_cheaper(self, within: Any, count: int, limit: int) -> bool:
+        """Whether a filter leaves so few slots that scoring them all costs less than
+        asking the graph for enough candidates (RERANK * limit over the filter's share),
+        and their vectors are quick to read (ours, or few of a restored graph's, which
+        it hands out one by one)."""
+        if count > self.exact_max or count * count > RERANK * limit * len(within):
+            return False
+        return count <= GET_MAX or not within[: self.restored].any()
 
     def _block_of(self, slot: int) -> int:
         return int(np.searchsorted(self.starts, slot, side="right")) - 1
@@ -236,5 +263,10 @@ class Space:
         blocks = np.searchsorted(self.starts, slots, side="right") - 1
         for b in np.unique(blocks):
             at = blocks == b
-            rows[at] = self.blocks[int(b)][slots[at] - self.starts[int(b)]]
+            block = self.blocks[int(b)]
+            if block is None:
+                keys = slots[at].astype(np.uint64)
+                rows[at] = np.stack(self.graph.get(keys, dtype=np.int8)).reshape(-1, self.dim)
+            else:
+                rows[at] = block[slots[at] - self.starts[int(b)]]
         return rows

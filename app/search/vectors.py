@@ -28,6 +28,7 @@ import logging
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.models import Memory, MemoryVector
 from app.schemas.filters import MemoryFilters
+from app.search import vector_cache
 from app.search.vector_space import Space
 
 log = logging.getLogger(__name__)
@@ -53,12 +55,15 @@ class VectorIndex:
         model: str,
         dim: int,
         exact_max: int,
+        cache_dir: Path | None = None,
     ) -> None:
         self.source = source
+        self.cache_dir = cache_dir  # where HNSW graphs are saved (`vector_cache.py`)
         self.model = model
         self.dim = dim
         self.exact_max = exact_max
         self.builds = 0  # HNSW graphs completed
+        self.restored = 0  # HNSW graphs read from the cache directory
         self._spaces: dict[str, Space] = {}
         self._cursor = 0
         self._synced_at = -float("inf")
@@ -67,6 +72,8 @@ class VectorIndex:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vector-index")
         self._loading: asyncio.Task[None] | None = None
         self._growing = False
+        self._holding = False  # no graph grows while the first load reads (it may be saved)
+        self._saved: dict[str, int] = {}  # namespace -> slots its saved graph covers
         self._closing = False
 
     # -- the async face ---------------------------------------------------------------
@@ -74,10 +81,13 @@ class VectorIndex:
     def start(self) -> None:
         """Read every row in the background; `top` answers from the rows read so far."""
         if self._loading is None and not self._closing:
+            self._holding = True
             self._loading = asyncio.get_running_loop().create_task(self._load())
 
     async def refresh(self) -> None:
         """Catch up with SQL now: new rows, deleted ones, rows committed late."""
+        if self._loading is not None and not self._loading.done():
+            await asyncio.shield(self._loading)  # the first load, saved graphs included
         async with self._lock:
             await self._sync(verify=True)
 
@@ -119,6 +129,7 @@ class VectorIndex:
             "approximate_namespaces": sum(1 for s in spaces if s.approximate),
             "building": sum(1 for s in spaces if s.building),
             "builds": self.builds,
+            "restored": self.restored,
             "bytes": sum(s.memory_bytes() for s in spaces),
         }
 
@@ -128,18 +139,21 @@ class VectorIndex:
             self._loading.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._loading
+        with contextlib.suppress(RuntimeError):
+            await self._run(self._save_all)
         await asyncio.get_running_loop().run_in_executor(None, self._executor.shutdown)
 
     # -- catching up with SQL (the event loop's) --------------------------------------------
 
     async def _load(self) -> None:
-        try:
-            async with self._lock:
+        async with self._lock:  # a refresh() meanwhile waits for the saved graphs too
+            try:
                 await self._sync(verify=False)
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("vector index load failed; it catches up at the next query")
+            except Exception:
+                log.exception("vector index load failed; it catches up at the next query")
+            finally:
+                self._holding = False
+            await self._run(self._restore_all)
 
     async def _catch_up(self) -> None:
         if self._lock.locked():
@@ -261,7 +275,33 @@ class VectorIndex:
                 space.kill(slot)
         return sorted(seqs - held - set(space.seqs))
 
+    def _restore_all(self) -> None:
+        if self.cache_dir is not None:
+            for namespace, space in self._spaces.items():
+                if vector_cache.restore(space, self._stem(namespace)):
+                    self._saved[namespace] = space.covered
+                    self.restored += 1
+        self._schedule_growth()
+
+    def _save_all(self) -> None:
+        """Save the graphs that grew since they were last saved (at closing)."""
+        for namespace, space in self._spaces.items():
+            if space.graph is not None and space.covered > self._saved.get(namespace, 0):
+                self._save(namespace, space)
+
+    def _save(self, namespace: str, space: Space) -> None:
+        if self.cache_dir is not None and vector_cache.save(space, self._stem(namespace)):
+            self._saved[namespace] = space.covered
+
+    def _stem(self, namespace: str) -> Path:
+        assert self.cache_dir is not None
+        return vector_cache.stem(
+            self.cache_dir, model=self.model, dim=self.dim, namespace=namespace
+        )
+
     def _schedule_growth(self) -> None:
+        if self._holding:
+            return
         if not self._growing and any(s.building for s in self._spaces.values()):
             self._growing = True
             with contextlib.suppress(RuntimeError):  # closed meanwhile
@@ -273,9 +313,10 @@ class VectorIndex:
         if self._closing:
             return
         try:
-            for space in list(self._spaces.values()):
+            for namespace, space in list(self._spaces.items()):
                 if space.building and not space.grow():
                     self.builds += 1
+                    self._save(namespace, space)
         except Exception:
             log.exception("vector index: growing the HNSW graph failed")
             return
