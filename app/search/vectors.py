@@ -32,12 +32,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sqlalchemy import String, cast, func, select
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from app.models import Memory, MemoryVector
 from app.schemas.filters import MemoryFilters
-from app.search import vector_cache
+from app.search import vector_cache, vector_sql
 from app.search.vector_space import Space
 
 log = logging.getLogger(__name__)
@@ -50,7 +47,7 @@ FETCH = 4096  # rows read per statement
 class VectorIndex:
     def __init__(
         self,
-        source: AsyncEngine | async_sessionmaker[AsyncSession],
+        source: vector_sql.Source,
         *,
         model: str,
         dim: int,
@@ -166,7 +163,9 @@ class VectorIndex:
 
     async def _sync(self, *, verify: bool) -> None:
         while True:
-            rows = await self._read(self._rows_after(self._cursor))
+            rows = await vector_sql.read(
+                self.source, vector_sql.rows_after(self.model, self._cursor, FETCH)
+            )
             if rows:
                 await self._run(self._ingest, rows)
             if len(rows) < FETCH:
@@ -176,64 +175,22 @@ class VectorIndex:
         self._synced_at = time.monotonic()
 
     async def _verify(self) -> None:
-        counts = await self._read(
-            select(MemoryVector.namespace, func.count())
-            .where(MemoryVector.model == self.model, MemoryVector.seq <= self._cursor)
-            .group_by(MemoryVector.namespace)
-        )
+        counts = await vector_sql.read(self.source, vector_sql.counts(self.model, self._cursor))
         in_sql = {str(ns): int(n) for ns, n in counts}
         for namespace in set(in_sql) | set(self._spaces):
             space = self._spaces.get(namespace)
             if in_sql.get(namespace, 0) == (space.live if space else 0):
                 continue
-            seqs = await self._read(
-                select(MemoryVector.seq).where(
-                    MemoryVector.model == self.model,
-                    MemoryVector.namespace == namespace,
-                    MemoryVector.seq <= self._cursor,
-                )
+            seqs = await vector_sql.read(
+                self.source, vector_sql.seqs(self.model, namespace, self._cursor)
             )
             lacking = await self._run(self._reconcile, namespace, {int(s) for (s,) in seqs})
             for lo in range(0, len(lacking), 500):
                 chunk = lacking[lo : lo + 500]
-                rows = await self._read(self._rows_stmt().where(MemoryVector.seq.in_(chunk)))
+                rows = await vector_sql.read(self.source, vector_sql.rows_of(self.model, chunk))
                 if rows:
                     await self._run(self._ingest, rows)
         self._verified_at = time.monotonic()
-
-    def _rows_stmt(self) -> Any:
-        return (
-            select(
-                MemoryVector.seq,
-                MemoryVector.namespace,
-                MemoryVector.memory_id,
-                MemoryVector.dim,
-                MemoryVector.vector,
-                Memory.type,
-                cast(Memory.scope, String),  # as stored: `_Scopes` parses it
-            )
-            .join(
-                Memory,
-                (Memory.namespace == MemoryVector.namespace)
-                & (Memory.id == MemoryVector.memory_id),
-            )
-            .where(MemoryVector.model == self.model)
-        )
-
-    def _rows_after(self, cursor: int) -> Any:
-        return (
-            self._rows_stmt()
-            .where(MemoryVector.seq > cursor)
-            .order_by(MemoryVector.seq)
-            .limit(FETCH)
-        )
-
-    async def _read(self, stmt: Any) -> Sequence[Any]:
-        if isinstance(self.source, AsyncEngine):
-            async with self.source.connect() as conn:
-                return (await conn.execute(stmt)).all()
-        async with self.source() as session:
-            return (await session.execute(stmt)).all()
 
     async def _run(self, fn: Any, *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
