@@ -36,12 +36,12 @@ def query_terms(query: str) -> list[str]:
     words and single letters dropped), the forms searched whole (`c++`, `.net`,
     `src/app/main.py`) and prefixes (`mig*`; `*` and `m*` are ignored)."""
     seen: dict[str, None] = {}
-    for form in scan(query):
-        if form.kind == "word" and not searched(form.text):
+    for kind, text in scan(query):
+        if kind == "word" and not searched(text):
             continue
-        if form.kind == "prefix" and len(form.text) - 1 < MIN_PREFIX_CHARS:
+        if kind == "prefix" and len(text) - 1 < MIN_PREFIX_CHARS:
             continue
-        seen.setdefault(form.text, None)
+        seen.setdefault(text, None)
     return list(seen)[:MAX_TERMS]
 
 

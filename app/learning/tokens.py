@@ -16,6 +16,7 @@ irregular inflections (`synonyms.py`), which weigh less than the word itself.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -51,12 +52,14 @@ _SCAN = re.compile(
     re.VERBOSE,
 )
 _PART = re.compile(r"[^\W_]+")
+_MARKS = re.compile(r"[.+#/\\_*-]")  # what a form other than a word holds
 _PATH_SEP = re.compile(r"[/\\]")
 
 
-class Form(NamedTuple):
-    kind: str  # "whole" (one token), "joined" (a token and its parts), "prefix", "word"
-    text: str  # as the query or memory says it, lower case
+# (kind, text): kind "word", "whole" (one token), "joined" (a token and its parts) or
+# "prefix"; text as the query or memory says it, lower case. A plain tuple: a text's
+# forms are made at every search and every write, and a NamedTuple costs 4x as much.
+Form = tuple[str, str]
 
 
 class Group(NamedTuple):
@@ -68,38 +71,45 @@ class Group(NamedTuple):
 
 def scan(text: str) -> list[Form]:
     """The forms of a text, in order (lower case; runs of other characters skipped)."""
+    text = text.lower()
+    if _MARKS.search(text) is None:  # only words (most questions): one findall
+        return [("word", w) for w in _PART.findall(text)]
     forms: list[Form] = []
-    for m in _SCAN.finditer(text.lower()):
-        kind = m.lastgroup
-        value = m.group()
-        if kind in ("sym", "dot"):
-            forms.append(Form("whole", value))
-        elif kind == "joined":
-            forms.extend(_joined(value))
-        elif kind == "prefix":
-            forms.append(Form("prefix", value))
-        else:
-            forms.append(Form("word", value))
+    for chunk in text.split():
+        if chunk.isalnum():  # a plain word: no regex (ten times faster)
+            forms.append(("word", chunk))
+            continue
+        for m in _SCAN.finditer(chunk):
+            kind = m.lastgroup
+            value = m.group()
+            if kind in ("sym", "dot"):
+                forms.append(("whole", value))
+            elif kind == "joined":
+                forms.extend(_joined(value))
+            elif kind == "prefix":
+                forms.append(("prefix", value))
+            else:
+                forms.append(("word", value))
     return forms
 
 
 def _joined(value: str) -> list[Form]:
     parts = _PART.findall(value)
     if value in WHOLE:
-        return [Form("whole", value)]
+        return [("whole", value)]
     # Numbers (3.14, 2024-01-05) and runs of initials (e.g.) are their words, as before.
     wordy = any(len(p) > 1 and not p.isdigit() for p in parts)
     if not wordy or len(value) > MAX_FORM_CHARS:
-        return [Form("word", p) for p in parts]
-    return [Form("joined", value)]
+        return [("word", p) for p in parts]
+    return [("joined", value)]
 
 
 def token(form: Form) -> str:
     """The form's one index token."""
-    text = form.text
-    if form.kind == "whole" and len(text) == 3 and text[1:] == "++":
+    kind, text = form
+    if kind == "whole" and len(text) == 3 and text[1:] == "++":
         return text[0] + "plusplus"
-    if form.kind == "whole" and len(text) == 2 and text[1] == "#":
+    if kind == "whole" and len(text) == 2 and text[1] == "#":
         return text[0] + "sharp"
     if text.startswith("."):
         return "dot" + "".join(_PART.findall(text))
@@ -110,13 +120,14 @@ def search_terms(content: str) -> str | None:
     """The tokens of a memory's text that its words alone do not give (None: none)."""
     found: dict[str, None] = {}
     for form in scan(content):
-        if form.kind == "whole":
+        kind, text = form
+        if kind == "whole":
             found.setdefault(token(form), None)
-        elif form.kind == "joined":
+        elif kind == "joined":
             found.setdefault(token(form), None)
-            pieces = _PATH_SEP.split(form.text)
+            pieces = _PATH_SEP.split(text)
             for i in range(1, len(pieces)):  # each tail of a path: `main.py` finds it
-                tail = token(Form("joined", "/".join(pieces[i:])))
+                tail = token(("joined", "/".join(pieces[i:])))
                 if tail:
                     found.setdefault(tail, None)
         if len(found) >= MAX_TERMS_PER_MEMORY:
@@ -134,19 +145,26 @@ def groups(terms: Sequence[str]) -> list[Group]:
     per searched part of a joined form, in order and without repeats."""
     out: dict[tuple[tuple[str, float], ...], None] = {}
     for term in terms:
-        for form in scan(term):
-            if form.kind == "prefix":
-                out.setdefault(((form.text, 1.0),), None)
-            elif form.kind == "whole":
-                out.setdefault(_expanded(token(form)), None)
-            elif form.kind == "joined":
-                out.setdefault(((token(form), 1.0),), None)
-                for part in _PART.findall(form.text):
-                    if searched(part):
-                        out.setdefault(_expanded(part), None)
-            elif searched(form.text):
-                out.setdefault(_expanded(form.text), None)
+        for tokens in _term_groups(term):
+            out.setdefault(tokens, None)
     return [Group(tokens) for tokens in out]
+
+
+@functools.lru_cache(maxsize=65_536)
+def _term_groups(term: str) -> tuple[tuple[tuple[str, float], ...], ...]:
+    out: list[tuple[tuple[str, float], ...]] = []
+    for form in scan(term):
+        kind, text = form
+        if kind == "prefix":
+            out.append(((text, 1.0),))
+        elif kind == "whole":
+            out.append(_expanded(token(form)))
+        elif kind == "joined":
+            out.append(((token(form), 1.0),))
+            out += [_expanded(part) for part in _PART.findall(text) if searched(part)]
+        elif searched(text):
+            out.append(_expanded(text))
+    return tuple(out)
 
 
 def _expanded(word: str) -> tuple[tuple[str, float], ...]:

@@ -76,21 +76,23 @@ def top_matches(
         return slots, idf * tf * (K1 + 1) / (tf + norm)
 
     # Each query term is a phrase of its own, as in FTS5: two words with one stem
-    # ("float", "floats") count that stem twice. A term with expansions (a prefix's
-    # words, synonyms) scores a memory by its best one, times that one's weight.
+    # ("float", "floats") count that stem twice. A term's expansions (a prefix's words,
+    # synonyms) add their weighted parts, as in FTS5's and PostgreSQL's queries, and a
+    # memory holding any of them holds the term once.
     wanted_groups = term_groups(data, terms, stem)
-    for group, times in Counter(wanted_groups).items():
+    holder = None  # per slot, the last group of several parts that counted it as held
+    for g, (group, times) in enumerate(Counter(wanted_groups).items()):
         found_parts = [(p, w) for t, w in group if (p := part(t)) is not None]
-        if not found_parts:
-            continue
-        if len(found_parts) == 1:
-            (slots, value), weight = found_parts[0]
-            value = value * weight if weight != 1.0 else value
-        else:
-            slots, value = _best_per_slot(found_parts)
-        scores[slots] += times * value
-        held[slots] += times
-        matched[slots] = True
+        if len(found_parts) > 1 and holder is None:
+            holder = np.full(n, -1, dtype=np.int32)
+        for (slots, value), weight in found_parts:
+            scores[slots] += times * (value * weight if weight != 1.0 else value)
+            matched[slots] = True
+            if holder is None:
+                held[slots] += times
+            else:
+                held[slots[holder[slots] != g]] += times
+                holder[slots] = g
     found = np.flatnonzero(matched)  # every term's part is > 0: the slots scored
     found = found[np.frombuffer(data.ns, dtype=np.int32)[found] == code]
     if wanted.types is not None:
@@ -133,14 +135,3 @@ def term_groups(
                 stemmed.append((s, weight))
         out.append(tuple(stemmed))
     return out
-
-
-def _best_per_slot(found_parts: list[tuple[tuple[Any, Any], float]]) -> tuple[Any, Any]:
-    """The slots any of the parts holds, each with its best weighted part."""
-    slots = np.concatenate([p[0] for p, _ in found_parts])
-    values = np.concatenate([p[1] * w for p, w in found_parts])
-    order = np.lexsort((-values, slots))  # by slot, best first
-    slots, values = slots[order], values[order]
-    first = np.ones(len(slots), dtype=bool)
-    first[1:] = slots[1:] != slots[:-1]
-    return slots[first], values[first]
