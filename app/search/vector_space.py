@@ -12,6 +12,7 @@ ones, or search the allowed slots exactly when they are at most `exact_max`."""
 from __future__ import annotations
 
 from array import array
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -68,7 +69,9 @@ class Space:
     def building(self) -> bool:
         return self.graph is not None and self.covered < len(self.ids)
 
-    def add(self, seqs: list[int], rows: list[tuple[str, str, str | None]], vectors: Any) -> None:
+    def add(
+        self, seqs: list[int], rows: Sequence[tuple[str, str, str | None]], vectors: Any
+    ) -> None:
         """New slots: their seqs, (memory id, type, scope as stored) and float32 vectors."""
         first, n = len(self.ids), len(seqs)
         self.alive = np.concatenate([self.alive, np.ones(n, dtype=bool)])
@@ -149,6 +152,7 @@ class Space:
         caller), and free the blocks it holds the vectors of."""
         graph.expansion_search = EXPANSION_SEARCH
         self.graph, self.covered = graph, int(graph.size)
+        self.graph_bytes = int(graph.memory_usage)
         for b, (start, size) in enumerate(zip(self.starts, self.sizes, strict=True)):
             if start + size <= self.covered:
                 self.blocks[b] = None
