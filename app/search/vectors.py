@@ -97,7 +97,9 @@ class VectorIndex:
             return {}
         query = np.asarray(vector, dtype=np.float32).reshape(-1)
         if query.shape != (self.dim,):
-            raise ValueError(f"a query vector of {query.size} numbers; the index holds {self.dim}")
+            # Recall answers lexically rather than fail: the embedder changed its size.
+            log.warning("a query vector of %d numbers; the index holds %d", query.size, self.dim)
+            return {}
         norm = float(np.linalg.norm(query))
         if norm == 0.0 or not np.isfinite(norm):
             return {}
@@ -241,9 +243,11 @@ class VectorIndex:
         self._schedule_growth()
 
     def _save_all(self) -> None:
-        """Save the graphs that grew since they were last saved (at closing)."""
+        """Save the graphs that grew by a twentieth since they were last saved (at
+        closing); a restart grows a saved graph by the rows it lacks."""
         for namespace, space in self._spaces.items():
-            if space.graph is not None and space.covered > self._saved.get(namespace, 0):
+            saved = self._saved.get(namespace, 0)
+            if space.graph is not None and space.covered - saved > max(1000, saved // 20):
                 self._save(namespace, space)
 
     def _save(self, namespace: str, space: Space) -> None:

@@ -67,8 +67,14 @@ async def test_a_graph_whose_rows_changed_is_built_again(store: Store, tmp_path:
         assert next(iter(found)) == ids[4]
     finally:
         await second.close()
-    third = await opened(store, exact_max=50, cache_dir=cache)  # the graph saved again
+    # Rows written while no index ran come after the saved graph's: it is read back and
+    # grown by them.
+    added = await store.add("a", 30, rng, start=1000)
+    third = await opened(store, exact_max=50, cache_dir=cache)
     try:
         assert third.stats()["restored"] == 1
+        await built(third)
+        for mid in added[:5]:
+            assert mid in await third.top("a", store.vectors[("a", mid)], NO_FILTER, limit=3)
     finally:
         await third.close()

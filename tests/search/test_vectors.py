@@ -45,6 +45,9 @@ async def test_exact_top_k_is_brute_force(store: Store) -> None:
                 got = await index.top(namespace, query, NO_FILTER, limit=10)
                 same_ranking(got, store.brute(namespace, query))
         assert await index.top("nobody", queries(rng, 1)[0], NO_FILTER, limit=10) == {}
+        # A query the index cannot compare (another size, no direction): no matches.
+        assert await index.top("a", np.ones(16), NO_FILTER, limit=10) == {}
+        assert await index.top("a", np.zeros(384), NO_FILTER, limit=10) == {}
         stats = index.stats()
         assert (stats["vectors"], stats["namespaces"], stats["approximate_namespaces"]) == (
             420,
