@@ -57,7 +57,7 @@ async def engram(
 ) -> AsyncIterator[tuple[httpx.AsyncClient, dict[str, str]]]:
     """The app with its default search (the in-memory index on a SQLite file, tsvector on
     PostgreSQL, FTS5's query on libSQL) or FTS5's query, holding MEMORIES: the client
-    and each memory's id by name."""
+    and each memory's id by name (a test adds those it writes)."""
     if request.param == "fts5" and backend != "sqlite":
         pytest.skip("the default search of this database is the only one")
     recall = settings.recall.model_copy(
@@ -73,7 +73,7 @@ async def engram(
         yield client, ids
         body = (await client.get("/ready")).json()
         if "search_index" in body:  # the index answered, holding every memory
-            assert body["search_index"]["documents"] == len(MEMORIES)
+            assert body["search_index"]["documents"] == len(ids)
 
 
 async def _index_ready(client: httpx.AsyncClient) -> None:
@@ -157,6 +157,11 @@ async def test_prefixes_match_every_word_they_start(
     assert set(await found(client, ids, "migration*")) == {"migrate", "migration", "migrating"}
     assert set(await found(client, ids, "orders mig*")) == {"migrate", "migration", "migrating"}
     assert (await found(client, ids, "orders mig*"))[0] == "migration"
+    # A word written after the index was built joins the words a prefix stands for.
+    r = await client.post("/v1/memories", json={"type": "fact", "content": "Migratory birds."})
+    assert r.status_code == 201, r.text
+    ids["birds"] = r.json()["id"]
+    assert "birds" in await found(client, ids, "mig*")
     # Without the star, "mig" is a word no memory holds.
     assert await found(client, ids, "mig") == []
     # A bare star or a one-letter prefix would match most memories: they are ignored.
