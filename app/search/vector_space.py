@@ -11,6 +11,7 @@ ones, or search the allowed slots exactly when they are at most `exact_max`."""
 
 from __future__ import annotations
 
+import time
 from array import array
 from collections.abc import Sequence
 from typing import Any
@@ -29,7 +30,9 @@ except ImportError:  # the index stays exact
 
 FIRST_BLOCK = 1024  # int8 rows; each block twice the last, up to BLOCK
 BLOCK = 1 << 16
-STEP = 512  # vectors added to the graph per step: a query waits for one step at most
+# A step of a graph's growth: a query arriving meanwhile waits for one step at most.
+STEP_S = 0.05
+BATCH = 32  # vectors added per call
 CONNECTIVITY = 16
 EXPANSION_ADD = 128
 EXPANSION_SEARCH = 128
@@ -100,20 +103,19 @@ class Space:
                 del self.slot_of[self.ids[slot]]
 
     def grow(self) -> bool:
-        """Add the next STEP slots to the graph; whether more remain."""
+        """Add the next slots to the graph for about STEP_S; whether more remain."""
         if self.graph is None or self.covered >= len(self.ids):
             return False
-        end = min(len(self.ids), self.covered + STEP)
-        lo = self.covered
-        while lo < end:
+        until = time.perf_counter() + STEP_S
+        while self.covered < len(self.ids) and time.perf_counter() < until:
+            lo = self.covered
             b = self._block_of(lo)
             block = self.blocks[b]
             assert block is not None  # freed blocks are below `covered`
-            hi = min(end, self.starts[b] + self.sizes[b])
+            hi = min(len(self.ids), lo + BATCH, self.starts[b] + self.sizes[b])
             rows = block[lo - self.starts[b] : hi - self.starts[b]]
             self.graph.add(np.arange(lo, hi, dtype=np.uint64), rows, copy=False, threads=1)
-            lo = hi
-        self.covered = end
+            self.covered = hi
         # Read here, in the index's thread: asking the graph while it grows crashes it.
         self.graph_bytes = int(self.graph.memory_usage)
         return self.covered < len(self.ids)
