@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 from fastapi import FastAPI
 
@@ -127,6 +128,15 @@ async def test_recall_logs_each_candidates_retrieval_parts(
     assert car["retrieval"]["dense_rank"] == 1
     assert car["retrieval"]["dense"] > 0.3
     assert set(car["retrieval"]) == {"lexical", "lexical_rank", "dense", "dense_rank", "fused"}
+    # Rewarded, it is in the dataset: one row per candidate, with how it was found.
+    reward = {"recall_id": body["recall_id"], "value": 1.0}
+    assert (await client.post("/v1/rewards", json=reward)).status_code == 201
+    r = await client.get("/v1/rl/dataset", params={"table": "candidates"})
+    rows = [orjson.loads(line) for line in r.text.splitlines()]
+    row = next(x for x in rows if x["memory_id"] == ids["car"])
+    assert row["retrieval_dense_rank"] == 1
+    assert row["retrieval_dense"] == pytest.approx(car["retrieval"]["dense"])
+    assert row["retrieval_fused"] == pytest.approx(car["retrieval"]["fused"])
 
 
 async def test_dense_without_an_embedder_is_a_clear_422(client_lexical: httpx.AsyncClient) -> None:

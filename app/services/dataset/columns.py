@@ -168,6 +168,25 @@ TRANSITIONS = Table(
     ),
 )
 
+RETRIEVAL_PARTS: tuple[tuple[str, Kind, str], ...] = (
+    ("lexical", "float64", "BM25 relevance relative to the query's best BM25 match, or null"),
+    ("lexical_rank", "int64", "rank among the BM25 matches (from 1), or null"),
+    ("dense", "float64", "cosine of the memory's vector to the query's, or null"),
+    ("dense_rank", "int64", "rank among the vector matches (from 1), or null"),
+    ("fused", "float64", "reciprocal rank fusion of both ranks (lexical mode: BM25's), or null"),
+)
+
+
+def _retrieval(part: str) -> PerCandidate:
+    """How the candidate was found (null for constraints added without a text match, and
+    for recalls logged before retrieval parts were)."""
+
+    def value(t: Any, position: int, cand: dict[str, Any]) -> Any:
+        return (cand.get("retrieval") or {}).get(part)
+
+    return value
+
+
 CANDIDATES = Table(
     "one row per recall and candidate, with its named features",
     (
@@ -193,6 +212,10 @@ CANDIDATES = Table(
             "float64",
             lambda t, position, cand: t.action["inclusion"].get(cand["memory_id"], 0.0),
         ),
+        *[
+            Column(f"retrieval_{part}", kind, _retrieval(part), doc)
+            for part, kind, doc in RETRIEVAL_PARTS
+        ],
         Column("rewards", "float64", Attr("reward")),
         Column("explored", "bool", Attr("action", itemgetter("explored"))),
     ),
