@@ -68,6 +68,7 @@ class VectorIndex:
         self._lock = asyncio.Lock()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vector-index")
         self._loading: asyncio.Task[None] | None = None
+        self._verifying: asyncio.Task[None] | None = None
         self._growing = False
         self._holding = False  # no graph grows while the first load reads (it may be saved)
         self._saved: dict[str, int] = {}  # namespace -> slots its saved graph covers
@@ -134,10 +135,11 @@ class VectorIndex:
 
     async def close(self) -> None:
         self._closing = True
-        if self._loading is not None:
-            self._loading.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._loading
+        for task in (self._loading, self._verifying):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         with contextlib.suppress(RuntimeError):
             await self._run(self._save_all)
         await asyncio.get_running_loop().run_in_executor(None, self._executor.shutdown)
@@ -161,7 +163,20 @@ class VectorIndex:
         if now - self._synced_at < SYNC_S:
             return
         async with self._lock:
-            await self._sync(verify=now - self._verified_at >= VERIFY_S)
+            await self._sync(verify=False)
+        if now - self._verified_at >= VERIFY_S and self._verifying is None:
+            # In the background: counting a million rows is not this query's to wait for.
+            self._verifying = asyncio.get_running_loop().create_task(self._verify_later())
+
+    async def _verify_later(self) -> None:
+        try:
+            async with self._lock:
+                await self._verify()
+        except Exception:
+            log.exception("vector index: checking for deleted rows failed")
+            self._verified_at = time.monotonic()
+        finally:
+            self._verifying = None
 
     async def _sync(self, *, verify: bool) -> None:
         while True:

@@ -14,6 +14,7 @@ import pytest
 from sqlalchemy import text
 
 from app.schemas.filters import MemoryFilters
+from app.search import vectors
 from tests.search.vector_store import (
     MODEL,
     NO_FILTER,
@@ -135,6 +136,28 @@ async def test_follows_new_rows_deletions_and_late_commits(store: Store) -> None
         await index.refresh()
         assert await index.holds("a", [late]) == {late}
         assert next(iter(await index.top("a", vector, NO_FILTER, limit=1))) == late
+    finally:
+        await index.close()
+
+
+async def test_queries_alone_find_deletions_in_the_background(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(vectors, "VERIFY_S", 0.0)  # instead of every 30 s
+    rng = random.Random(13)
+    ids = await store.add("a", 40, rng)
+    index = await opened(store)
+    try:
+        query = store.vectors[("a", ids[0])]
+        assert next(iter(await index.top("a", query, NO_FILTER, limit=1))) == ids[0]
+        await store.delete("a", ids[0])
+        for _ in range(500):
+            if ids[0] not in await index.top("a", query, NO_FILTER, limit=5):
+                break
+            await asyncio.sleep(0.01)
+        else:
+            raise AssertionError("a deleted memory stayed in the index")
+        assert index.stats()["vectors"] == 39
     finally:
         await index.close()
 
