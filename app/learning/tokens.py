@@ -26,6 +26,7 @@ from app.learning.synonyms import EXPANSIONS
 EXPANSION_WEIGHT = 0.5  # a synonym's match counts half the word's asked for
 MAX_TERMS_PER_MEMORY = 256
 MAX_FORM_CHARS = 200
+MAX_GROUPS = 64  # tokens a query searches for (terms and their parts), in order
 PREFIX = "*"
 STOP_WORDS = frozenset(
     """a about above after again against all am an and any are as at be because been
@@ -176,7 +177,7 @@ def groups(terms: Sequence[str]) -> list[Group]:
     for term in terms:
         for tokens in _term_groups(term):
             out.setdefault(tokens, None)
-    return [Group(tokens) for tokens in out]
+    return [Group(tokens) for tokens in out][:MAX_GROUPS]
 
 
 @functools.lru_cache(maxsize=65_536)

@@ -4,10 +4,12 @@ the same on the memory's side and the query's, prefixes, and the curated expansi
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.learning.ranking import query_terms
 from app.learning.synonyms import EXPANSIONS
-from app.learning.tokens import EXPANSION_WEIGHT, groups, search_terms
+from app.learning.tokens import EXPANSION_WEIGHT, MAX_GROUPS, groups, scan, search_terms, token
 
 
 def tokens_of(query: str) -> list[list[tuple[str, float]]]:
@@ -108,3 +110,21 @@ def test_the_table_is_single_lowercase_words() -> None:
 def test_repeats_are_searched_once() -> None:
     assert len(tokens_of("src/app/main.py main app")) == 5
     assert query_terms("C++ c++ C++") == ["c++"]
+
+
+def test_a_query_searches_a_bounded_number_of_tokens() -> None:
+    one, two = ("/".join(f"{d}{i}" for i in range(40)) for d in "de")  # 40 parts each
+    assert query_terms(f"{one} {two} deploy") == [one, two, "deploy"]
+    assert len(groups(query_terms(f"{one} {two} deploy"))) == MAX_GROUPS
+
+
+MARKED = st.text(alphabet="abcxyz019.+#_/\\-* \n\tÉé", max_size=60)
+
+
+@settings(max_examples=400, deadline=None)
+@given(MARKED)
+def test_a_memory_holds_the_token_of_every_form_a_query_can_name(text: str) -> None:
+    written = set((search_terms(text) or "").split())
+    for kind, form_text in scan(text):
+        if kind in ("whole", "joined"):
+            assert token((kind, form_text)) in written
