@@ -246,7 +246,10 @@ class MemorySearch(Strict):
     )
 
     query: Annotated[str, StringConstraints(min_length=1, max_length=2048)] = Field(
-        description="Words to search for (1 to 2048 characters)"
+        description=(
+            "Words to search for (1 to 2048 characters); `mig*` is a prefix, and C++, C#, "
+            ".NET, node.js, file paths and error codes are searched as written"
+        )
     )
     types: list[MemoryType] | None = Field(default=None, description="Only these types; null: all")
     scope: Scope | None = Field(
