@@ -10,17 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import orjson
-from sqlalchemy import (
-    Float,
-    and_,
-    bindparam,
-    column,
-    func,
-    literal_column,
-    select,
-    table,
-    text,
-)
+from sqlalchemy import Float, and_, bindparam, column, func, literal_column, select, table, text
 from sqlalchemy import cast as sql_cast
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
