@@ -184,6 +184,8 @@ async def main() -> None:
     if bad := [m for m in modes if m not in MODES]:
         parser.error(f"--modes: unknown {', '.join(bad)} (choose from {', '.join(MODES)})")
     ks = tuple(sorted({int(k) for k in args.k.split(",")}))
+    if not 1 <= ks[0] <= ks[-1] <= 100:
+        parser.error("--k: each k from 1 to 100 (the search's limit)")
     path = data_file(args.data)
     records = read(path)
     if args.questions:
