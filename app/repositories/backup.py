@@ -10,14 +10,18 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.db.backends import backend_of
-from app.models import Base, EpisodePayload
+from app.models import Base, EpisodePayload, PendingEmbedding
+
+# Not archived: the payloads travel as the archive's payloads section, whichever store
+# keeps them; the memories waiting for a vector are put back on the list by the trigger
+# that restoring each memory fires (those with a vector are taken off it unembedded).
+LEFT_OUT = {EpisodePayload.__tablename__, PendingEmbedding.__tablename__}
 
 
 def tables() -> list[Table]:
     """Every table the models declare, in dependency order (tables added later
-    included), but the payloads': they travel as the archive's payloads section,
-    whichever store keeps them."""
-    return [t for t in Base.metadata.sorted_tables if t.name != EpisodePayload.__tablename__]
+    included), but those LEFT_OUT."""
+    return [t for t in Base.metadata.sorted_tables if t.name not in LEFT_OUT]
 
 
 class BackupRepository:

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any, cast
 
 import numpy as np
-from sqlalchemy import Row, Table, delete, func, insert, select
+from sqlalchemy import Row, Table, case, delete, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.backends import backend_of
@@ -21,15 +21,25 @@ class VectorRepository:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
 
-    async def next_pending(self, limit: int) -> Sequence[Row[int, str, str, str]]:
+    async def next_pending(self, limit: int, *, model: str) -> Sequence[Row[int, str, str, str]]:
         """The oldest waiting memories: seq, namespace, memory_id, content (None when the
-        memory was deleted meanwhile)."""
+        memory was deleted meanwhile, or already has a vector of this model: a restored
+        store's memories wait again, with their vectors restored)."""
+        has_vector = (
+            select(MemoryVector.seq)
+            .where(
+                MemoryVector.namespace == PendingEmbedding.namespace,
+                MemoryVector.memory_id == PendingEmbedding.memory_id,
+                MemoryVector.model == model,
+            )
+            .exists()
+        )
         stmt = (
             select(
                 PendingEmbedding.seq,
                 PendingEmbedding.namespace,
                 PendingEmbedding.memory_id,
-                Memory.content,
+                case((has_vector, None), else_=Memory.content).label("content"),
             )
             .outerjoin(
                 Memory,

@@ -80,11 +80,13 @@ class Retrieval:
         embedder: Embedder | None = None,
         vectors: Vectors | None = None,
         rrf_k: int = 60,
+        min_similarity: float = 0.3,
     ) -> None:
         self.lexical = lexical
         self.embedder = embedder
         self.vectors = vectors
         self.rrf_k = rrf_k
+        self.min_similarity = min_similarity
 
     @property
     def default_mode(self) -> Mode:
@@ -185,7 +187,8 @@ class Retrieval:
             # Recall still answers, lexically: the embedder's endpoint may be down.
             log.warning("query embedding failed; this search is lexical: %s", exc)
             return None
-        return await self.vectors.top(namespace, np.asarray(vector), filters, limit=limit)
+        found = await self.vectors.top(namespace, np.asarray(vector), filters, limit=limit)
+        return {mid: cos for mid, cos in found.items() if cos >= self.min_similarity}
 
 
 class NoEmbedder(Exception):

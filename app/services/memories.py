@@ -17,15 +17,17 @@ from app.schemas.filters import MemoryFilters
 from app.schemas.memory import (
     SENSITIVITY_ORDER,
     MemoryCreate,
-    MemoryHit,
     MemoryPage,
     MemoryRead,
+    MemorySupersede,
+    lower_sensitivity,
+)
+from app.schemas.search import (
+    MemoryHit,
     MemorySearch,
     MemorySearchResult,
-    MemorySupersede,
     RetrievalParts,
     ScoreParts,
-    lower_sensitivity,
 )
 from app.search import Mode, NoEmbedder, Retrieval
 from app.services import pagination

@@ -37,6 +37,9 @@ class MemorySearch(Request):
     statuses: list[str] | None = Field(default=None, description="Statuses (default active)")
     max_sensitivity: str | None = Field(default=None, description="Most sensitive returned")
     limit: int | None = Field(default=None, description="Most hits (1 to 100, default 10)")
+    mode: str | None = Field(
+        default=None, description="lexical, dense or hybrid (default: hybrid with an embedder)"
+    )
 
 
 class MemoryRead(Response):
@@ -78,12 +81,23 @@ class ScoreParts(Response):
     staleness: float = Field(description="Age penalty")
 
 
+class RetrievalParts(Response):
+    lexical: float | None = Field(description="BM25 relevance relative to the best, or null")
+    lexical_rank: int | None = Field(description="Rank among the BM25 matches, or null")
+    dense: float | None = Field(description="Cosine to the query's vector, or null")
+    dense_rank: int | None = Field(description="Rank among the vector matches, or null")
+    fused: float = Field(description="Reciprocal rank fusion of both (lexical: BM25's)")
+
+
 class MemoryHit(Response):
     memory: MemoryRead = Field(description="The memory")
     score: float = Field(description="Its rank score")
     parts: ScoreParts = Field(description="The score's parts")
+    retrieval: RetrievalParts = Field(description="How it was found")
 
 
 class MemorySearchResult(Response):
     query_terms: list[str] = Field(description="The query's terms as searched")
     hits: list[MemoryHit] = Field(description="Best first")
+    mode: str = Field(description="lexical, dense or hybrid: how it was searched")
+    missing_vectors: int = Field(description="Hits without a vector yet")

@@ -54,6 +54,11 @@ class PolicyRef(Response):
     version: int = Field(description="Policy version")
 
 
+class RetrievalInfo(Response):
+    mode: str = Field(description="lexical, dense or hybrid: how candidates were searched")
+    missing_vectors: int = Field(description="Candidates without a vector yet")
+
+
 class RecallResponse(Response):
     recall_id: str = Field(description="Names the recall in a reward")
     policy: PolicyRef = Field(description="The policy that chose")
@@ -62,6 +67,7 @@ class RecallResponse(Response):
     selected: list[RecalledMemory] = Field(description="The chosen memories")
     suppressed: list[SuppressedMemory] = Field(description="Candidates left out")
     propensity: float = Field(description="P(this exact selection) under the policy")
+    retrieval: RetrievalInfo = Field(description="How the candidates were searched")
 
 
 class Signals(Request):

@@ -72,11 +72,11 @@ def test_ci_runs_the_readme_test_command() -> None:
 @pytest.mark.parametrize(
     ("target_arch", "build_arch", "installed"),
     [
-        ("amd64", "amd64", ".[libsql]"),
-        ("arm64", "arm64", "."),
+        ("amd64", "amd64", ".[libsql,embeddings]"),
+        ("arm64", "arm64", ".[embeddings]"),
         # The classic builder sets no TARGETARCH: the build stage's own architecture decides.
-        ("", "amd64", ".[libsql]"),
-        ("", "arm64", "."),
+        ("", "amd64", ".[libsql,embeddings]"),
+        ("", "arm64", ".[embeddings]"),
     ],
 )
 def test_the_image_has_the_libsql_driver_on_amd64_only(
@@ -86,7 +86,7 @@ def test_the_image_has_the_libsql_driver_on_amd64_only(
     and dpkg: libsql-experimental has Linux wheels for x86_64 only."""
     instructions = dockerfile_instructions()
     (shell,) = [json.loads(args) for name, args in instructions if name == "SHELL"]
-    (install,) = [args for name, args in instructions if name == "RUN" and "pip install" in args]
+    (install,) = [args for name, args in instructions if name == "RUN" and "$extras" in args]
     venv, bin_dir = tmp_path / "venv", tmp_path / "bin"
     (venv / "bin").mkdir(parents=True)
     bin_dir.mkdir()

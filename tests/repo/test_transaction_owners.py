@@ -30,6 +30,8 @@ OWNERS = {
     "services/backup.py": "the backup's snapshot, on a connection of its own",
     "services/restore.py": "the restore's one transaction, on a connection of its own",
     "services/policy_training.py": "a policy job reads its window before its own transaction",
+    "embeddings/backlog.py": "the embedding backlog reads a batch, embeds it outside any "
+    "transaction, then stores its vectors in one",
 }
 
 

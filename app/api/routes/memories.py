@@ -30,12 +30,14 @@ from app.schemas.memory import (
     MemoryCreate,
     MemoryPage,
     MemoryRead,
-    MemorySearch,
-    MemorySearchResult,
     MemoryStatus,
     MemorySupersede,
     MemoryType,
     Sensitivity,
+)
+from app.schemas.search import (
+    MemorySearch,
+    MemorySearchResult,
 )
 from app.services import memories as memory_service
 from app.services.auth import Principal, Role
