@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import logging
 import random
@@ -116,7 +117,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     settings=settings.embeddings,
                     learning=settings.learning,
                     pressure=load.busy,
-                    on_stored=search.vectors.refresh if search.vectors else None,
+                    on_stored=(
+                        functools.partial(search.vectors.refresh, verify=False)
+                        if search.vectors
+                        else None
+                    ),
                 )
                 if embedder is not None and worker is not None
                 else None

@@ -109,7 +109,7 @@ class Embeddings(BaseModel):
     # Texts per call to the model (local) or per request (openai).
     batch_size: int = Field(default=32, ge=1, le=2048)
     # A namespace's vectors are searched exactly up to this many, then by HNSW (usearch).
-    exact_max: int = Field(default=50_000, ge=0)
+    exact_max: int = Field(default=20_000, ge=0)
     # Vector matches below this cosine are not candidates (nearest is not related).
     min_similarity: float = Field(default=0.3, ge=-1, le=1)
     # Hybrid: reciprocal rank fusion of BM25's and the vectors' ranks, 1 / (rrf_k + rank).

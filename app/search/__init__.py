@@ -9,6 +9,8 @@ Indexes are caches of SQL, never sources of truth."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from app.core.config import Settings
 from app.db.backends import Backend
 from app.embeddings.base import Embedder
@@ -33,11 +35,15 @@ def open_search(backend: Backend, settings: Settings, *, embedder: Embedder | No
         lexical = TsvectorSearch()
     if embedder is None:
         return Retrieval(lexical)
+    # HNSW graphs are saved beside a SQLite file, so that a restart reads them back
+    # instead of building them again; elsewhere they are built at each start.
+    cache = Path(backend.database_file).parent / "vectors" if backend.database_file else None
     vectors = VectorIndex(
         backend.engine,
         model=embedder.model,
         dim=embedder.dim,
         exact_max=settings.embeddings.exact_max,
+        cache_dir=cache,
     )
     return Retrieval(lexical, embedder=embedder, vectors=vectors, rrf_k=settings.embeddings.rrf_k)
 

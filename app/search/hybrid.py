@@ -44,8 +44,9 @@ class Vectors(Protocol):
 
     def stats(self) -> dict[str, Any]: ...
 
-    async def refresh(self) -> None:
-        """Catch up with the vectors stored since the last read, now."""
+    async def refresh(self, *, verify: bool = True) -> None:
+        """Catch up with the vectors stored since the last read, now (with `verify`, with
+        deletions too)."""
 
     async def top(
         self, namespace: str, vector: Any, filters: MemoryFilters, *, limit: int

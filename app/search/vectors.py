@@ -82,12 +82,13 @@ class VectorIndex:
             self._holding = True
             self._loading = asyncio.get_running_loop().create_task(self._load())
 
-    async def refresh(self) -> None:
-        """Catch up with SQL now: new rows, deleted ones, rows committed late."""
+    async def refresh(self, *, verify: bool = True) -> None:
+        """Catch up with SQL now: new rows, and with `verify` deleted ones and rows
+        committed late (a grouped count of every row: the backlog only adds rows)."""
         if self._loading is not None and not self._loading.done():
             await asyncio.shield(self._loading)  # the first load, saved graphs included
         async with self._lock:
-            await self._sync(verify=True)
+            await self._sync(verify=verify)
 
     async def top(
         self, namespace: str, vector: Any, filters: MemoryFilters, *, limit: int
