@@ -165,8 +165,9 @@ class Space:
     def _allowed(self, filters: MemoryFilters) -> Any:
         allowed = self.alive.copy()
         if filters.types is not None:
-            codes = [self.type_codes[t] for t in filters.types if t in self.type_codes]
-            allowed &= np.isin(np.frombuffer(self.types, dtype=np.int32), codes)
+            wanted = np.zeros(len(self.type_codes) + 1, dtype=bool)  # a lookup: isin was 3x
+            wanted[[self.type_codes[t] for t in filters.types if t in self.type_codes]] = True
+            allowed &= wanted[np.frombuffer(self.types, dtype=np.int32)]
         if filters.scope is not None:
             allowed &= self.scopes.matching(filters.scope)
         if filters.applies_to is not None:
