@@ -27,6 +27,9 @@ def env_for(settings: Settings, **extra: str) -> dict[str, str]:
         "ENGRAM_DATABASE_URL": settings.database_url,
         "ENGRAM_BLOB_DIR": str(settings.blob_dir),
         "ENGRAM_LOG_REQUESTS": "false",
+        # BM25 only, as the settings fixture: the model would load in every process and
+        # embed what each test writes (tests/embeddings/test_startup.py starts one with it).
+        "ENGRAM_EMBEDDINGS__PROVIDER": settings.embeddings.provider,
         **extra,
     }
 
