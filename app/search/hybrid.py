@@ -80,13 +80,15 @@ class Retrieval:
         *,
         embedder: Embedder | None = None,
         vectors: Vectors | None = None,
-        rrf_k: int = 60,
+        rrf_k: int = 10,
+        dense_weight: float = 0.8,
         min_similarity: float = 0.3,
     ) -> None:
         self.lexical = lexical
         self.embedder = embedder
         self.vectors = vectors
         self.rrf_k = rrf_k
+        self.dense_weight = dense_weight
         self.min_similarity = min_similarity
 
     @property
@@ -132,7 +134,11 @@ class Retrieval:
             )
         if dense is None:
             mode = Mode.LEXICAL  # say what was done, not what was asked
-        parts = _fused(lexical, dense or {}, self.rrf_k) if mode is not Mode.LEXICAL else None
+        parts = (
+            _fused(lexical, dense or {}, self.rrf_k, self.dense_weight)
+            if mode is not Mode.LEXICAL
+            else None
+        )
         relevance = (
             lexical if parts is None else {mid: p["fused_relative"] for mid, p in parts.items()}
         )
@@ -201,19 +207,20 @@ class NoEmbedder(Exception):
 
 
 def _fused(
-    lexical: Mapping[str, float], dense: Mapping[str, float], k: int
+    lexical: Mapping[str, float], dense: Mapping[str, float], k: int, dense_weight: float
 ) -> dict[str, dict[str, Any]]:
-    """Reciprocal rank fusion: each ranking gives 1 / (k + rank); `fused_relative` is the
-    fused score over the best one (the text relevance the blended score weighs)."""
+    """Weighted reciprocal rank fusion: BM25's ranking gives 1 / (k + rank), the vectors'
+    dense_weight / (k + rank); `fused_relative` is the fused score over the best one (the
+    text relevance the blended score weighs)."""
     parts: dict[str, dict[str, Any]] = {}
-    for name, ranking in (("lexical", lexical), ("dense", dense)):
+    for name, ranking, weight in (("lexical", lexical, 1.0), ("dense", dense, dense_weight)):
         for rank, (mid, value) in enumerate(ranking.items(), start=1):
             p = parts.setdefault(
                 mid,
                 {"lexical": None, "lexical_rank": None, "dense": None, "dense_rank": None},
             )
             p[name], p[f"{name}_rank"] = value, rank
-            p["fused"] = p.get("fused", 0.0) + 1.0 / (k + rank)
+            p["fused"] = p.get("fused", 0.0) + weight / (k + rank)
     best = max((p["fused"] for p in parts.values()), default=0.0)
     for p in parts.values():
         p["fused_relative"] = p["fused"] / best if best > 0 else 0.0

@@ -107,7 +107,7 @@ async def test_meaning_is_found_where_words_are_not(client: httpx.AsyncClient) -
     assert top["memory"]["id"] == ids["bread"]
     assert top["retrieval"]["lexical_rank"] == 1
     assert top["retrieval"]["dense_rank"] == 1
-    assert top["retrieval"]["fused"] == pytest.approx(2 / 61)
+    assert top["retrieval"]["fused"] == pytest.approx((1 + 0.8) / 11)  # k 10, dense weight 0.8
 
 
 async def test_recall_logs_each_candidates_retrieval_parts(
