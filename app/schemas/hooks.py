@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StringConstraints
 
 from app.schemas.episode import Outcome
 
@@ -72,10 +72,10 @@ class ClaudeCodeHookEvent(BaseModel):
     error: Any = Field(
         default=None, description="PostToolUseFailure: what went wrong, the step's error"
     )
-    is_interrupt: bool | None = Field(
+    is_interrupt: StrictBool | None = Field(
         default=None, description="PostToolUseFailure: true when the user interrupted the tool"
     )
-    stop_hook_active: bool | None = Field(
+    stop_hook_active: StrictBool | None = Field(
         default=None, description="Stop: true when a stop hook already continued this turn"
     )
     reason: Text | None = Field(

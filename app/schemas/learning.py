@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from app.schemas import learning_examples
 from app.schemas.common import Name, Timestamp
@@ -80,7 +80,7 @@ class ReflectRequest(BaseModel):
         default=None, description="Episodes created before, after `since`; null: up to now"
     )
     task_type: Name | None = Field(default=None, description="Only this task type; null: all")
-    wait: bool = Field(
+    wait: StrictBool = Field(
         default=True,
         description="true (default): run now and answer 200 with the result; false: queue "
         "a job and answer 202 with its id",

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from app.schemas import examples
 from app.schemas.common import Timestamp
@@ -60,7 +60,7 @@ class PolicyActivate(Strict):
         le=1,
         description="The share of recalls it decides (the rest: the active one)",
     )
-    force: bool = Field(
+    force: StrictBool = Field(
         default=False, description="Activate without a `better` verdict (audited; needs a reason)"
     )
     reason: str | None = Field(

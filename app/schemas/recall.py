@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StringConstraints, model_validator
 
 from app.schemas import examples
 from app.schemas.common import MAX_LATENCY_MS, MAX_TOKENS, Ident, Name
@@ -161,11 +161,13 @@ class RecallResponse(BaseModel):
 class Signals(Strict):
     """What happened after a recall; the reward spec turns these into a scalar."""
 
-    task_success: bool | None = Field(default=None, description="Did the task succeed (+1 / -1)")
-    unsafe_action: bool | None = Field(
+    task_success: StrictBool | None = Field(
+        default=None, description="Did the task succeed (+1 / -1)"
+    )
+    unsafe_action: StrictBool | None = Field(
         default=None, description="Did the agent do something unsafe (-2)"
     )
-    stale_memory_error: bool | None = Field(
+    stale_memory_error: StrictBool | None = Field(
         default=None, description="Did an out-of-date memory cause an error (-1)"
     )
     tokens_used: Annotated[int, Field(ge=0, le=MAX_TOKENS)] | None = Field(
@@ -174,7 +176,7 @@ class Signals(Strict):
     latency_ms: Annotated[float, Field(ge=0, le=MAX_LATENCY_MS)] | None = Field(
         default=None, description="Milliseconds the task took (-0.001 each; 0 to a year)"
     )
-    user_correction: bool | None = Field(
+    user_correction: StrictBool | None = Field(
         default=None, description="Did a person correct the agent (kept with the reward)"
     )
     user_rating: Annotated[float, Field(ge=-1, le=1)] | None = Field(
