@@ -10,7 +10,7 @@ import pytest
 
 
 @pytest.mark.parametrize(
-    "first, second", [("usearch.index", "onnxruntime"), ("onnxruntime", "usearch.index")]
+    ("first", "second"), [("usearch.index", "onnxruntime"), ("onnxruntime", "usearch.index")]
 )
 def test_the_vector_index_and_the_model_runtime_load_together(first: str, second: str) -> None:
     pytest.importorskip("onnxruntime")
