@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, Index, Integer, LargeBinary, String, UniqueConstraint
+from sqlalchemy import Index, Integer, LargeBinary, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, UTCDateTime
-
-# SQLite: an INTEGER PRIMARY KEY (BigInteger would not be the rowid alias).
-SEQ = BigInteger().with_variant(Integer(), "sqlite")
 
 
 class MemoryVector(Base):
@@ -24,7 +21,8 @@ class MemoryVector(Base):
         {"sqlite_autoincrement": True},
     )
 
-    seq: Mapped[int] = mapped_column(SEQ, primary_key=True, autoincrement=True)
+    # Never reused (AUTOINCREMENT on SQLite, a sequence elsewhere): the indexes' cursor.
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     namespace: Mapped[str] = mapped_column(String(64))
     memory_id: Mapped[str] = mapped_column(String(64))
     model: Mapped[str] = mapped_column(String(128))
@@ -44,6 +42,6 @@ class PendingEmbedding(Base):
         {"sqlite_autoincrement": True},
     )
 
-    seq: Mapped[int] = mapped_column(SEQ, primary_key=True, autoincrement=True)
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     namespace: Mapped[str] = mapped_column(String(64))
     memory_id: Mapped[str] = mapped_column(String(64))

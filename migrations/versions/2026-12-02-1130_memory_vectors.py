@@ -17,13 +17,11 @@ down_revision: str | None = "5e2a8c1f9b37"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-SEQ = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
-
 
 def upgrade() -> None:
     op.create_table(
         "memory_vectors",
-        sa.Column("seq", SEQ, primary_key=True, autoincrement=True),
+        sa.Column("seq", sa.Integer(), primary_key=True, autoincrement=True),
         sa.Column("namespace", sa.String(64), nullable=False),
         sa.Column("memory_id", sa.String(64), nullable=False),
         sa.Column("model", sa.String(128), nullable=False),
@@ -35,7 +33,7 @@ def upgrade() -> None:
     )
     op.create_table(
         "memory_embeddings_pending",
-        sa.Column("seq", SEQ, primary_key=True, autoincrement=True),
+        sa.Column("seq", sa.Integer(), primary_key=True, autoincrement=True),
         sa.Column("namespace", sa.String(64), nullable=False),
         sa.Column("memory_id", sa.String(64), nullable=False),
         sqlite_autoincrement=True,
