@@ -39,8 +39,8 @@ from app.embeddings import start_embedder
 from app.embeddings.backlog import Backlog
 from app.mcp import McpEndpoint
 from app.search import open_search
-from app.services.auth import Authenticator
-from app.services.episodes import EpisodeService
+from app.services.access.auth import Authenticator
+from app.services.episodes.service import EpisodeService
 from app.services.writer import EpisodeWriter
 from app.storage import BlobStore, open_blob_store
 from app.ui import install_ui

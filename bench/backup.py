@@ -23,7 +23,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.services.restore import verify
+from app.services.operations.restore import verify
 from bench.ingest import episode
 from bench.loadgen import run
 from tests.server import EngramServer

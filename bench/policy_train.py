@@ -27,11 +27,11 @@ from sqlalchemy import select
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.core.config import Settings
+from app.core.ids import uuid7
 from app.db.backends import create_engine
 from app.db.engine import create_sessionmaker
 from app.models import Transition
 from app.repositories.transitions import TRANSITIONS
-from app.services.ids import uuid7
 from bench.recall import bulk_load, memories_text
 from tests.server import EngramServer
 

@@ -39,7 +39,7 @@ from app.db.engine import create_sessionmaker
 from app.db.migrate import migrate
 from app.learning.ranking import query_terms
 from app.repositories.memories import MEMORIES
-from app.services.memory_rows import token_estimate
+from app.services.memories.rows import token_estimate
 from bench.corpus import sentences
 from bench.loadgen import run
 from bench.transitions import download, insert_copies, model_transition

@@ -10,11 +10,11 @@ from typing import Any
 import httpx
 
 from app.core.config import Settings
+from app.core.ids import uuid7
 from app.db.backends import create_engine
 from app.db.engine import create_sessionmaker
 from app.learning.features import dataset_parts
 from app.repositories.transitions import TRANSITIONS
-from app.services.ids import uuid7
 from tests.server import EngramServer
 
 

@@ -35,7 +35,7 @@ from app.schemas.filters import MemoryFilters
 from app.search import vector_cache
 from app.search.vector_space import Space
 from app.search.vectors import FETCH, VectorIndex
-from app.services.memory_rows import new_memory
+from app.services.memories.rows import new_memory
 
 VECTORS: Table = MemoryVector.__table__  # type: ignore[assignment]
 

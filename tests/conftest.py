@@ -18,7 +18,7 @@ from fastapi import FastAPI
 
 from app.core.config import Embeddings, Settings
 from app.db.backends import kind_for
-from app.services.auth import Role, create_key
+from app.services.access.auth import Role, create_key
 from tests.server import reset_database
 
 # A database server to run against instead of a SQLite file (PostgreSQL or libSQL).

@@ -24,12 +24,12 @@ from app.db.backends.base import Maintenance
 from app.db.engine import Transactions
 from app.embeddings.backlog import Backlog
 from app.search import Retrieval
-from app.services import audit
-from app.services.auth import Authenticator, Principal, Role
-from app.services.episodes import EpisodeService
-from app.services.idempotency import KeptAnswer, KeyLocks, checked_key, digest
-from app.services.policy_deciders import Deciders
-from app.services.recall_requests import RecallRequests
+from app.services.access import audit
+from app.services.access.auth import Authenticator, Principal, Role
+from app.services.access.idempotency import KeptAnswer, KeyLocks, checked_key, digest
+from app.services.episodes.service import EpisodeService
+from app.services.policies.deciders import Deciders
+from app.services.recall.requests import RecallRequests
 from app.services.writer import EpisodeWriter
 from app.storage.blobs import BlobStore
 from app.worker.runner import Worker

@@ -15,8 +15,8 @@ from pydantic import BaseModel
 
 from app.api.body import DirectRoute, json_body, parse_body
 from app.api.deps import AppState, require_admin, require_agent, require_operator, require_reader
-from app.services.auth import Principal, Role
-from app.services.idempotency import IDEMPOTENCY_HEADER
+from app.services.access.auth import Principal, Role
+from app.services.access.idempotency import IDEMPOTENCY_HEADER
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -12,7 +12,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from app.api.deps import AppState, read_session, require_operator
 from app.core.metrics import Metrics
-from app.services.jobs import JobService
+from app.services.operations.jobs import JobService
 from app.worker.handlers import HANDLERS
 
 log = logging.getLogger("engram.metrics")

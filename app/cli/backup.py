@@ -29,8 +29,14 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from app.core.config import Settings, get_settings
 from app.core.errors import AppError
-from app.services.backup_format import PAYLOADS, ArchiveError
-from app.services.restore import Contents, RestoreRefused, check_compatible, restore, verify
+from app.services.operations.backup_format import PAYLOADS, ArchiveError
+from app.services.operations.restore import (
+    Contents,
+    RestoreRefused,
+    check_compatible,
+    restore,
+    verify,
+)
 from app.storage import BlobStore, open_blob_store
 from app.storage.blobs import BlobStoreError
 from app.storage.snapshot import StoreInUse
@@ -102,7 +108,7 @@ def _download(url: str, key: str | None, part: Path) -> None:
 
 async def _local(settings: Settings, part: Path, store: BlobStore) -> None:
     from app.db.backends import create_engine
-    from app.services import backup
+    from app.services.operations import backup
 
     engine = create_engine(settings)
     try:

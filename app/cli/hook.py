@@ -32,7 +32,7 @@ def _fail(reason: str) -> None:
 def _prepared(raw: bytes) -> bytes:
     """The event to post: bulky fields redacted and bounded, NUL characters dropped (the
     API refuses them). A ValueError when stdin holds no JSON object."""
-    from app.services.hooks.redaction import scrub
+    from app.services.agents.redaction import scrub
 
     event = json.loads(raw.decode("utf-8", errors="replace").replace("\x00", ""))
     if not isinstance(event, dict):

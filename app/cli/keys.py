@@ -30,7 +30,7 @@ def keys_create(
     import re
 
     from app.schemas.common import NAMESPACE_PATTERN
-    from app.services.auth import Role, create_key
+    from app.services.access.auth import Role, create_key
 
     if not re.match(NAMESPACE_PATTERN, namespace):
         typer.echo("namespace: 1-64 characters of A-Z a-z 0-9 . _ -", err=True)
@@ -45,7 +45,7 @@ def keys_create(
         raise typer.Exit(2)
 
     async def _create(session: AsyncSession) -> tuple[ApiKey, str]:
-        from app.services import audit
+        from app.services.access import audit
 
         record, plaintext = await create_key(
             session,
@@ -102,7 +102,7 @@ def keys_revoke(
     from app.repositories.api_keys import ApiKeyRepository
 
     async def _revoke(session: AsyncSession) -> bool:
-        from app.services import audit
+        from app.services.access import audit
 
         repo = ApiKeyRepository(session)
         record = await repo.get(key_id)

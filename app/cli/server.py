@@ -20,7 +20,7 @@ async def _preflight(settings: Settings) -> None:
     from app.core.errors import StartupRefused
     from app.db.engine import Transactions
     from app.db.migrate import migrate as run_migrate
-    from app.services.auth import Authenticator
+    from app.services.access.auth import Authenticator
     from app.storage import misplaced_payloads, open_blob_store
 
     # One process per payload store: a second `engram serve` on the same directory stops

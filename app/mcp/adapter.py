@@ -19,7 +19,7 @@ from starlette.requests import Request
 from app.api.body import json_bytes
 from app.api.deps import AppState, check_role
 from app.core.errors import AppError, Forbidden
-from app.services.auth import Principal, Role
+from app.services.access.auth import Principal, Role
 
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")

@@ -21,10 +21,10 @@ from app.schemas.memory import (
 from app.schemas.search import (
     MemorySearch,
 )
-from app.services import memories as memory_service
-from app.services.auth import Role
-from app.services.memories import MemoryService
-from app.services.reflect import KnowledgeService
+from app.services.access.auth import Role
+from app.services.learning.passes import KnowledgeService
+from app.services.memories import service as memory_service
+from app.services.memories.service import MemoryService
 
 
 async def _search_memories(ctx: Ctx, data: MemorySearch, _: dict[str, Any]) -> Any:

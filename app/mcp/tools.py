@@ -17,8 +17,8 @@ from app.schemas.episode import EpisodeComplete, EpisodeCreate, StepsAppend
 from app.schemas.episode_read import EpisodeSummary
 from app.schemas.learning import ReflectRequest
 from app.schemas.recall import RecallRequest, RewardCreate
-from app.services.auth import Role
-from app.services.rewards import RewardService
+from app.services.access.auth import Role
+from app.services.rewards.service import RewardService
 
 EpisodeIdField = Annotated[
     str, Field(description="The episode's id, as record_episode returned it")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from markupsafe import Markup, escape
 
-from app.services.dashboard import Point
+from app.services.operations.dashboard import Point
 
 WIDTH, HEIGHT = 640, 200
 LEFT, RIGHT, TOP, BOTTOM = 48, 12, 12, 28

@@ -14,9 +14,9 @@ from app.api.deps import SessionDep, StateDep
 from app.api.routes import rl
 from app.learning.features import SCHEMA_VERSION
 from app.services import dataset
-from app.services.auth import Principal
-from app.services.dashboard import DashboardService
-from app.services.policies import PolicyService
+from app.services.access.auth import Principal
+from app.services.operations.dashboard import DashboardService
+from app.services.policies.service import PolicyService
 from app.ui import plots
 from app.ui.session import (
     COOKIE,

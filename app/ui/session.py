@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.deps import AppState, client_address
 from app.core.errors import Unauthorized
-from app.services.auth import Principal
+from app.services.access.auth import Principal
 
 COOKIE = "engram_ui_key"
 PATH = "/ui"

@@ -11,8 +11,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.core.config import Learning
 from app.db.engine import Transactions
 from app.models import Job
-from app.services.jobs import EVOLVE, POLICY_CHECK, POLICY_EVALUATE, POLICY_TRAIN, enqueue
-from app.services.reflect import run_pass
+from app.services.learning.passes import run_pass
+from app.services.operations.jobs import (
+    EVOLVE,
+    POLICY_CHECK,
+    POLICY_EVALUATE,
+    POLICY_TRAIN,
+    enqueue,
+)
 from app.worker import policy_jobs
 from app.worker.context import JobContext
 
@@ -36,7 +42,7 @@ async def _evolve_later(
 async def learn_episodes(
     session: AsyncSession, namespace: str, jobs: Sequence[Job], context: JobContext
 ) -> dict[str, Any]:
-    from app.services.learning import LearningService
+    from app.services.learning.episodes import LearningService
 
     ids = [j.payload["episode_id"] for j in jobs]
     settings = context.settings
@@ -49,7 +55,7 @@ async def learn_episodes(
 async def credit_rewards(
     session: AsyncSession, namespace: str, jobs: Sequence[Job], context: JobContext
 ) -> dict[str, Any]:
-    from app.services.learning_credit import CreditService
+    from app.services.learning.credit import CreditService
 
     ids = sorted({e for j in jobs for e in j.payload.get("episode_ids", [])})
     result = await CreditService(session).credit(namespace, ids)
@@ -60,7 +66,7 @@ async def credit_rewards(
 async def evolve_skills(
     session: AsyncSession, namespace: str, jobs: Sequence[Job], context: JobContext
 ) -> dict[str, Any]:
-    from app.services.evolution import EvolutionService
+    from app.services.learning.evolution import EvolutionService
 
     task_types = sorted({t for j in jobs for t in j.payload.get("task_types", [])})
     changes = await EvolutionService(session, settings=context.settings).evolve(

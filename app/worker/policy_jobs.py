@@ -15,7 +15,8 @@ from app.db.engine import Transactions
 from app.learning.bandit import RewardModel
 from app.models import Job
 from app.repositories.policies import PolicyRepository
-from app.services import policy_lifecycle, policy_training
+from app.services.policies import lifecycle as policy_lifecycle
+from app.services.policies import training as policy_training
 from app.worker.context import JobContext
 
 log = logging.getLogger("engram.worker")

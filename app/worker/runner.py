@@ -201,7 +201,7 @@ class Worker:
     async def periodic_pass(self) -> int:
         """Queue a learning pass for each namespace with completed episodes not learned yet
         (those whose job was lost, or that predate the worker)."""
-        from app.services.jobs import PASS, enqueue
+        from app.services.operations.jobs import PASS, enqueue
 
         async with self.session() as session:
             before = datetime.now(UTC) - timedelta(seconds=self.settings.keep_done_s)

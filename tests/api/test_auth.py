@@ -14,7 +14,7 @@ from sqlalchemy import text
 from app.core.config import AuthMode, Settings
 from app.core.errors import StartupRefused
 from app.main import create_app
-from app.services.auth import hash_key
+from app.services.access.auth import hash_key
 from tests.conftest import auth, episode_body, running
 
 

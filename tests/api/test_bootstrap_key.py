@@ -14,7 +14,7 @@ from app.db.migrate import migrate
 from app.main import create_app
 from app.models import ApiKey
 from app.repositories.api_keys import ApiKeyRepository
-from app.services.auth import Authenticator
+from app.services.access.auth import Authenticator
 from tests.conftest import auth, running
 
 KEY = "egk_bootstrap-key-stored-once-0123456789"

@@ -16,7 +16,7 @@ from app.api.body import BODY_MODELS
 from app.api.deps import AppState
 from app.api.fast import Answer, fast_post
 from app.core.errors import error_responses
-from app.services.auth import Principal, Role
+from app.services.access.auth import Principal, Role
 from tests.conftest import auth
 
 

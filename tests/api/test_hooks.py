@@ -16,8 +16,8 @@ import pytest
 from fastapi import FastAPI
 
 from app.schemas.hooks import ClaudeCodeHookEvent
-from app.services.hooks import claude_code
-from app.services.hooks.claude_code import ClaudeCodeHooks
+from app.services.agents import claude_code
+from app.services.agents.claude_code import ClaudeCodeHooks
 from tests import hook_payloads as payloads
 from tests.conftest import auth
 from tests.server import EngramServer, serving

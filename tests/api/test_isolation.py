@@ -18,7 +18,7 @@ import pytest
 from fastapi import FastAPI
 
 from app.core.config import RateLimit, Settings
-from app.services.auth import Role, create_key
+from app.services.access.auth import Role, create_key
 from tests import hook_payloads as payloads
 from tests.conftest import auth
 

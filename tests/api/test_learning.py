@@ -16,10 +16,10 @@ from app.core.config import Settings
 from app.db.engine import Transactions
 from app.main import create_app
 from app.models import Job
-from app.services import reflect as reflect_service
-from app.services.jobs import job_row
-from app.services.learning import LearningService
-from app.services.learning_credit import CreditService
+from app.services.learning import passes as reflect_service
+from app.services.learning.credit import CreditService
+from app.services.learning.episodes import LearningService
+from app.services.operations.jobs import job_row
 from app.worker.runner import Worker
 from tests.conftest import running
 

@@ -16,7 +16,7 @@ from pydantic import SecretStr
 from app.core.config import Settings
 from app.main import create_app
 from app.models import Job
-from app.services.jobs import job_row
+from app.services.operations.jobs import job_row
 from app.worker.runner import Worker
 from tests.conftest import auth, episode_body, running
 
@@ -211,7 +211,7 @@ async def test_the_metrics_token_opens_metrics_only(settings: Settings) -> None:
     app = create_app(settings)
     async with running(app) as client:
         async with app.state.engram.transactions.write() as session:
-            from app.services.auth import Role, create_key
+            from app.services.access.auth import Role, create_key
 
             await create_key(session, namespace="ns", role=Role.AGENT, name=None)
             await session.commit()

@@ -13,7 +13,7 @@ import pytest
 from fastapi import FastAPI
 
 from app.core.config import Settings
-from app.services.policy_deciders import TTL_S
+from app.services.policies.deciders import TTL_S
 from app.worker.runner import Worker
 
 WORDS = "deploy service cluster rollout config".split()

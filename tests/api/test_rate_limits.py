@@ -10,7 +10,7 @@ from fastapi import FastAPI
 
 from app.core.config import RateLimit, Settings
 from app.main import create_app
-from app.services.ratelimit import RateLimiter
+from app.services.access.ratelimit import RateLimiter
 from tests.conftest import auth, running
 
 
@@ -29,7 +29,7 @@ async def test_a_key_over_its_rate_gets_429_with_retry_after(
     limited: tuple[httpx.AsyncClient, FastAPI],
 ) -> None:
     client, app = limited
-    from app.services.auth import Role, create_key
+    from app.services.access.auth import Role, create_key
 
     async with app.state.engram.transactions.write() as session:
         _, first = await create_key(session, namespace="a", role=Role.AGENT, name=None)
@@ -58,7 +58,7 @@ async def test_wrong_keys_from_one_address_become_429(
     limited: tuple[httpx.AsyncClient, FastAPI],
 ) -> None:
     client, app = limited
-    from app.services.auth import Role, create_key
+    from app.services.access.auth import Role, create_key
 
     async with app.state.engram.transactions.write() as session:
         _, good = await create_key(session, namespace="a", role=Role.AGENT, name=None)

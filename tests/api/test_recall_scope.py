@@ -19,7 +19,7 @@ from app.learning.features import scope_compatible
 from app.main import create_app
 from app.repositories.memories import MemoryRepository, MemoryUsageRepository
 from app.schemas.filters import MemoryFilters
-from app.services.memory_rows import new_memory
+from app.services.memories.rows import new_memory
 from tests.conftest import running
 
 WORDS = (

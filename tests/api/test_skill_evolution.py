@@ -12,8 +12,8 @@ import pytest
 from fastapi import FastAPI
 
 from app.core.config import Settings
+from app.core.ids import uuid7
 from app.models import Skill
-from app.services.ids import uuid7
 from app.worker.runner import Worker
 
 

@@ -14,13 +14,13 @@ from sqlalchemy import select
 from app.core.config import Settings
 from app.db.backends import create_engine
 from app.models import Episode
-from app.services.restore import verify
+from app.services.operations.restore import verify
 from app.storage.blobs import episode_doc_key, episode_prefix, parse_episode_key
 from app.storage.snapshot import open_exclusive
 from tests.cli.test_commands import engram
 from tests.conftest import DB_URL, auth, reset_database
 from tests.server import EngramServer
-from tests.services.test_backup import _payloads, _rows
+from tests.services.operations.test_backup import _payloads, _rows
 
 OPERATOR = "egk_backup-test-operator-key-0123456789abcdef"
 

@@ -11,7 +11,7 @@ import pytest
 from app.learning.policy import Candidate, Decision, decide
 from app.learning.ranking import query_terms
 from app.schemas.memory import MemoryCreate
-from app.services.memory_rows import token_estimate
+from app.services.memories.rows import token_estimate
 from bench.policyworld import PolicyWorld, TaskType
 
 SEEDS = range(12)

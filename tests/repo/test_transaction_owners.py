@@ -22,14 +22,14 @@ OWNERS = {
     "services/writer/": "the writer's group commits and the orphan sweep",
     "worker/": "a job's transaction, committed with its completion",
     "cli": "a command's transaction",
-    "services/auth.py": "key lookups shared by the requests waiting for one key; start-up",
-    "services/recall_requests.py": "a recall's reads end before its log goes to the writer",
-    "services/hooks/": "a hook event finds its session's episode before its step or completion "
+    "services/access/auth.py": "key lookups shared by the requests waiting for one key; start-up",
+    "services/recall/requests.py": "a recall's reads end before its log goes to the writer",
+    "services/agents/": "a hook event finds its session's episode before its step or completion "
     "goes to the writer",
     "services/dataset/": "a download is read while it streams, after its handler returned",
-    "services/backup.py": "the backup's snapshot, on a connection of its own",
-    "services/restore.py": "the restore's one transaction, on a connection of its own",
-    "services/policy_training.py": "a policy job reads its window before its own transaction",
+    "services/operations/backup.py": "the backup's snapshot, on a connection of its own",
+    "services/operations/restore.py": "the restore's one transaction, on a connection of its own",
+    "services/policies/training.py": "a policy job reads its window before its own transaction",
     "embeddings/backlog.py": "the embedding backlog reads a batch, embeds it outside any "
     "transaction, then stores its vectors in one",
 }

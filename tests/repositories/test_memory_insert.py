@@ -12,7 +12,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 
 from app.repositories.memories import MemoryRepository
-from app.services.memory_rows import new_memory
+from app.services.memories.rows import new_memory
 
 
 def _row(memory_id: str, **changes: Any) -> dict[str, Any]:

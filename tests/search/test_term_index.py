@@ -22,7 +22,7 @@ from app.learning.ranking import query_terms
 from app.repositories.memories import MEMORIES
 from app.search.index import TermIndex
 from app.search.postings import ns_token
-from app.services.memory_rows import new_memory
+from app.services.memories.rows import new_memory
 from tests.conftest import DB_URL, running
 
 pytestmark = pytest.mark.skipif(DB_URL is not None, reason="SQLite's index")

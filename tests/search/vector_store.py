@@ -20,7 +20,7 @@ from app.models import MemoryVector
 from app.repositories.memory_sql import MEMORIES
 from app.schemas.filters import MemoryFilters
 from app.search.vectors import VectorIndex
-from app.services.memory_rows import new_memory
+from app.services.memories.rows import new_memory
 
 DIM = 384
 MODEL = "test-hash-384"

@@ -24,7 +24,7 @@ from app.db.backends import create_engine
 from app.learning.episode_reward import EPISODE_SPEC_VERSION
 from app.learning.rewards import RECALL_SPEC_VERSION
 from app.models import Episode, EpisodeLearning, Job, Memory, Pattern, Reward, Transition
-from app.services.learning import judged
+from app.services.learning.episodes import judged
 from app.storage.blobs import EPISODE_PREFIX, parse_episode_key
 from tests.system.crash_traffic import EpisodeAck, Ledger, MemoryAck
 

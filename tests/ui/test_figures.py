@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
-from app.services.dashboard import chunk_means, per_day, recall_stats
+from app.services.operations.dashboard import chunk_means, per_day, recall_stats
 from app.ui import plots
 
 

@@ -15,7 +15,7 @@ from app.core.config import Learning, Settings
 from app.main import create_app
 from app.models import Skill, SkillEvent
 from app.repositories.jobs import JobRepository
-from app.services.jobs import EVOLVE, job_row
+from app.services.operations.jobs import EVOLVE, job_row
 from app.worker.runner import Worker
 from tests.conftest import ON_POSTGRES, running
 

@@ -14,7 +14,7 @@ from app.db.engine import Transactions, create_sessionmaker
 from app.db.migrate import migrate
 from app.models import Job
 from app.repositories.jobs import JobRepository
-from app.services.jobs import CREDIT, enqueue, job_row
+from app.services.operations.jobs import CREDIT, enqueue, job_row
 from app.worker.runner import Worker
 from tests.conftest import ON_POSTGRES
 

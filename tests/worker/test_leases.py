@@ -20,7 +20,7 @@ from app.db.engine import Transactions
 from app.db.migrate import migrate
 from app.models import Job
 from app.repositories.jobs import JobRepository
-from app.services.jobs import job_row
+from app.services.operations.jobs import job_row
 from app.worker.context import JobContext
 from app.worker.handlers import HANDLERS
 from app.worker.lease import HOST

@@ -23,10 +23,10 @@ from app.api.params import AuditNamespace, Cursor, KeysNamespace, Limit, path_id
 from app.core.errors import error_responses
 from app.schemas.admin import AuditPage, KeyCreate, KeyCreated, KeyPage, KeyRead
 from app.schemas.common import stored_ident
-from app.services import audit
-from app.services.auth import Role
-from app.services.idempotency import IDEMPOTENCY_HEADER
-from app.services.keys import KeyService
+from app.services.access import audit
+from app.services.access.auth import Role
+from app.services.access.idempotency import IDEMPOTENCY_HEADER
+from app.services.access.keys import KeyService
 
 router = APIRouter(prefix="/v1", tags=["admin"])
 

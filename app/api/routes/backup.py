@@ -7,7 +7,8 @@ from fastapi.responses import StreamingResponse
 
 from app.api.deps import OperatorDep, StateDep, client_address, write_session
 from app.core.errors import error_responses
-from app.services import audit, backup
+from app.services.access import audit
+from app.services.operations import backup
 
 router = APIRouter(prefix="/v1/admin", tags=["admin"])
 ARCHIVE = {

@@ -30,7 +30,7 @@ from app.schemas.episode import (
 )
 from app.schemas.episode_read import EpisodePage, EpisodeRead, EpisodeSummary
 from app.schemas.filters import EpisodeFilters
-from app.services.auth import Principal, Role
+from app.services.access.auth import Principal, Role
 
 router = APIRouter(prefix="/v1/episodes", tags=["episodes"])
 

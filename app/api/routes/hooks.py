@@ -7,7 +7,7 @@ from fastapi import APIRouter
 from app.api.deps import AgentDep, StateDep
 from app.core.errors import error_responses
 from app.schemas.hooks import ClaudeCodeHookEvent, HookAnswer
-from app.services.hooks.claude_code import ClaudeCodeHooks
+from app.services.agents.claude_code import ClaudeCodeHooks
 
 router = APIRouter(prefix="/v1/hooks", tags=["hooks"])
 

@@ -38,8 +38,8 @@ from app.schemas.learning import (
     SkillSort,
     SkillStatus,
 )
-from app.services.jobs import PASS, JobService, enqueue
-from app.services.reflect import KnowledgeService, run_pass
+from app.services.learning.passes import KnowledgeService, run_pass
+from app.services.operations.jobs import PASS, JobService, enqueue
 
 router = APIRouter(prefix="/v1", tags=["learning"])
 SkillId = Annotated[str, path_id("skill", "sk_01HZX8")]

@@ -39,10 +39,10 @@ from app.schemas.search import (
     MemorySearch,
     MemorySearchResult,
 )
-from app.services import memories as memory_service
-from app.services.auth import Principal, Role
-from app.services.idempotency import IDEMPOTENCY_HEADER
-from app.services.memories import MemoryService
+from app.services.access.auth import Principal, Role
+from app.services.access.idempotency import IDEMPOTENCY_HEADER
+from app.services.memories import service as memory_service
+from app.services.memories.service import MemoryService
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
 _SCOPE_PARAM = re.compile(r"^([a-z][a-z0-9_]{0,31}):(.{1,256})$")

@@ -20,7 +20,7 @@ from app.api.deps import (
 from app.api.params import path_id
 from app.core.errors import error_responses
 from app.schemas.policy import Evaluation, PolicyActivate, PolicyEvaluate, PolicyRead, PolicyTrain
-from app.services.policies import PolicyService
+from app.services.policies.service import PolicyService
 
 router = APIRouter(prefix="/v1", tags=["policies"])
 PolicyPath = Annotated[str, path_id("policy", "baseline_v0")]

@@ -23,9 +23,9 @@ from app.api.fast import Answer, fast_post
 from app.api.params import Cursor, EpisodeIdFilter, Limit, TaskId
 from app.core.errors import error_responses
 from app.schemas.recall import RecallRequest, RecallResponse, RewardCreate, RewardPage, RewardRead
-from app.services.auth import Principal, Role
-from app.services.idempotency import IDEMPOTENCY_HEADER
-from app.services.rewards import RewardService
+from app.services.access.auth import Principal, Role
+from app.services.access.idempotency import IDEMPOTENCY_HEADER
+from app.services.rewards.service import RewardService
 
 router = APIRouter(prefix="/v1", tags=["recall"])
 

@@ -17,8 +17,8 @@ from app.schemas.filters import DatasetFilters
 from app.schemas.recall import TransitionPage
 from app.schemas.service import DatasetMetadata, dataset_answer
 from app.services import dataset, pagination
-from app.services.policies import PolicyService
-from app.services.transitions import TransitionService
+from app.services.dataset.transitions import TransitionService
+from app.services.policies.service import PolicyService
 
 router = APIRouter(prefix="/v1", tags=["rl"])
 MAX_EXPORT = 100_000

@@ -13,7 +13,7 @@ from app.core.logging import request_id_var
 from app.core.metrics import Metrics
 from app.db.errors import is_store_outage, outage_reason
 from app.repositories.episodes import Key
-from app.services.episode_records import NewEpisode, StepsPayload
+from app.services.episodes.records import NewEpisode, StepsPayload
 from app.storage.blobs import BlobStoreError
 
 T = TypeVar("T")

@@ -8,7 +8,7 @@ from typing import Any
 
 from app.core.errors import Conflict, NotFound, PayloadTooLarge
 from app.repositories.episodes import Key
-from app.services.episode_records import NewEpisode, StepsPayload, step_totals
+from app.services.episodes.records import NewEpisode, StepsPayload, step_totals
 from app.services.writer.commands import Batch, Command, Replayed
 from app.storage.blobs import episode_chunk_key
 

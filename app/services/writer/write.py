@@ -13,7 +13,7 @@ from app.repositories.episode_learning import EpisodeLearningRepository
 from app.repositories.episodes import EpisodeRepository
 from app.repositories.jobs import JobRepository
 from app.repositories.memories import MemoryRepository
-from app.services.jobs import LEARN, job_row
+from app.services.operations.jobs import LEARN, job_row
 from app.services.writer.commands import Batch, Command
 from app.services.writer.episodes import EPISODE_KINDS, completed
 from app.services.writer.transitions import log_transitions

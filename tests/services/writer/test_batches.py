@@ -15,7 +15,7 @@ from sqlalchemy import text
 from app.core.errors import Conflict
 from app.repositories.memories import MemoryUsageRepository
 from app.repositories.transitions import TransitionRepository
-from app.services.memory_rows import new_memory
+from app.services.memories.rows import new_memory
 from app.services.writer import EpisodeWriter, Replayed
 from tests.conftest import thread_calls
 

@@ -1,0 +1,1 @@
+"""Agent integrations: Claude Code, Codex and Cursor sessions as episodes."""

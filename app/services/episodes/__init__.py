@@ -1,0 +1,1 @@
+"""Episodes: recording what agents did, step by step, and reading it back."""

@@ -1,1 +1,0 @@
-"""Agents' lifecycle hooks (Claude Code's) turned into recalls, steps and episodes."""

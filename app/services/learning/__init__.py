@@ -1,0 +1,1 @@
+"""Learning: reflecting on episodes, mining patterns and evolving skills."""

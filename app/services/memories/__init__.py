@@ -1,0 +1,1 @@
+"""Memories: create, read, search and the lifecycle of typed memory cells."""

@@ -1,0 +1,1 @@
+"""Operations: backups, restores, the dashboard's figures and the job queue."""

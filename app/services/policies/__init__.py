@@ -1,0 +1,1 @@
+"""Recall policies: training, judging, the canary and activation."""

@@ -1,0 +1,1 @@
+"""Rewards: scores for recalls and episodes under the versioned reward specs."""
