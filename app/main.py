@@ -29,6 +29,7 @@ from app.api.middleware import (
 )
 from app.api.openapi import install_openapi
 from app.api.routes import admin, backup, episodes, health, learning, memories, policies, recall, rl
+from app.api.routes import agents as agent_routes
 from app.api.routes import hooks as hook_routes
 from app.core.config import Settings, get_settings
 from app.core.metrics import Metrics
@@ -37,6 +38,7 @@ from app.db.backends import open_backend
 from app.db.migrate import migrate
 from app.embeddings import start_embedder
 from app.embeddings.backlog import Backlog
+from app.learning.signatures import load_rules
 from app.mcp import McpEndpoint
 from app.search import open_search
 from app.services.access.auth import Authenticator
@@ -136,7 +138,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 blobs=blobs,
                 writer=writer,
                 auth=auth,
-                episodes=EpisodeService(blobs=blobs, writer=writer, limits=settings.limits),
+                episodes=EpisodeService(
+                    blobs=blobs,
+                    writer=writer,
+                    limits=settings.limits,
+                    rules=load_rules(settings.agents.signature_rules),
+                ),
                 recall_rng=random.Random(settings.recall.seed),
                 search=search,
                 worker=worker,
@@ -226,6 +233,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(memories.router)
     app.include_router(episodes.router)
     app.include_router(hook_routes.router)
+    app.include_router(agent_routes.router)
     app.include_router(rl.router)
     app.include_router(policies.router)
     app.include_router(learning.router)

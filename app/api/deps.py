@@ -27,6 +27,7 @@ from app.search import Retrieval
 from app.services.access import audit
 from app.services.access.auth import Authenticator, Principal, Role
 from app.services.access.idempotency import KeptAnswer, KeyLocks, checked_key, digest
+from app.services.agents.sessions import AgentSessions
 from app.services.episodes.service import EpisodeService
 from app.services.policies.deciders import Deciders
 from app.services.recall.requests import RecallRequests
@@ -72,6 +73,17 @@ class AppState:
             rng=self.recall_rng,
             key_locks=self.key_locks,
             deciders=self.deciders,
+        )
+
+    @functools.cached_property
+    def agents(self) -> AgentSessions:
+        """Coding agents' sessions (hooks and imports) over this process's stores."""
+        return AgentSessions(
+            self.transactions,
+            episodes=self.episodes,
+            recalls=self.recalls,
+            settings=self.settings.agents,
+            rules=self.episodes.rules,
         )
 
 

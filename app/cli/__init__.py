@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
+from app.cli.agents import register as register_agent_commands
 from app.cli.client import register as register_client_commands
 from app.cli.hook import hook_cli
 from app.cli.keys import keys_cli
@@ -25,6 +26,7 @@ cli.command("mcp")(mcp_command)
 # episodes, memories, skills, patterns, jobs, recall, reward, reflect, export, policy: a
 # server's client.
 register_client_commands(cli)
+register_agent_commands(cli)  # import, setup
 
 
 def _print_version(value: bool) -> None:

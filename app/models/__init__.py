@@ -1,3 +1,4 @@
+from app.models.agents import TaskKind
 from app.models.api_key import ApiKey
 from app.models.audit import AuditEvent
 from app.models.base import Base
@@ -27,5 +28,6 @@ __all__ = [
     "Reward",
     "Skill",
     "SkillEvent",
+    "TaskKind",
     "Transition",
 ]

@@ -34,6 +34,11 @@ class Episode(Base):
     status: Mapped[str] = mapped_column(String(16))
     outcome: Mapped[str | None] = mapped_column(String(16))
     verdict: Mapped[str | None] = mapped_column(Text)
+    # How the outcome is known: null, reported by the client; "inferred" from the session
+    # (an agent's last checks, failures, the user's next words), with its confidence. An
+    # inferred outcome gives way to a reported one or to a later inference.
+    outcome_source: Mapped[str | None] = mapped_column(String(16))
+    outcome_confidence: Mapped[float | None] = mapped_column(Float)
     progress: Mapped[float | None] = mapped_column(Float)
     domain: Mapped[str | None] = mapped_column(String(256))
     language: Mapped[str | None] = mapped_column(String(256))

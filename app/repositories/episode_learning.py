@@ -19,8 +19,11 @@ CHUNK = 500
 # What learning reads of an episode: its skeleton, never the payload.
 EPISODE_COLUMNS = (
     Episode.id,
+    Episode.agent_id,
     Episode.task_type,
     Episode.outcome,
+    Episode.outcome_source,
+    Episode.outcome_confidence,
     Episode.progress,
     Episode.steps,
     Episode.domain,

@@ -32,13 +32,13 @@ __all__ = ["MEMORIES", "MemoryRecord", "MemoryRepository", "MemoryRow", "MemoryU
 
 
 @functools.lru_cache(maxsize=64)
-def _constraints_statement(backend_name: str, applies_to: int | None) -> Any:
+def _typed_statement(backend_name: str, applies_to: int | None) -> Any:
     applies = [] if applies_to is None else [KINDS[backend_name].scope_applies(applies_to)]
     return (
         select(*COLUMNS)
         .where(
             MEMORIES.c.namespace == bindparam("namespace"),
-            MEMORIES.c.type == "constraint",
+            MEMORIES.c.type == bindparam("type"),
             status_clause(["active"]),
             *applies,
         )
@@ -149,14 +149,34 @@ class MemoryUsageRepository:
     ) -> list[MemoryRow]:
         """Current constraints, most critical first: recall considers them whatever the text.
         With `applies_to` (a request's scope), only those that apply to it."""
+        return await self.top_of_type(
+            namespace, "constraint", now=now, limit=limit, applies_to=applies_to
+        )
+
+    async def top_of_type(
+        self,
+        namespace: str,
+        memory_type: str,
+        *,
+        now: datetime,
+        limit: int,
+        applies_to: Mapping[str, str] | None = None,
+    ) -> list[MemoryRow]:
+        """Active memories of a type, most critical first (with `applies_to`, those that
+        apply to a request's scope)."""
         backend = backend_of(self.session)
-        params: dict[str, Any] = {"namespace": namespace, "now": now, "limit": limit}
+        params: dict[str, Any] = {
+            "namespace": namespace,
+            "now": now,
+            "limit": limit,
+            "type": memory_type,
+        }
         n_ids = None
         if applies_to is not None:
             ids = request_ids(applies_to)
             n_ids = len(ids)
             params |= backend.scope_params(ids)
-        stmt = _constraints_statement(backend.name, n_ids)
+        stmt = _typed_statement(backend.name, n_ids)
         return list(await self.session.execute(stmt, params))
 
     async def lock(self, namespace: str, ids: Iterable[str]) -> None:

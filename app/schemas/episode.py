@@ -88,6 +88,14 @@ class StepCreate(Strict):
         "mines patterns and skills from these names; " + NAME_LIMIT
     )
     tool: Name | None = Field(default=None, description="The tool used; " + NAME_LIMIT)
+    signature: list[Name] | None = Field(
+        default=None,
+        max_length=64,
+        description="The action signatures learning mines for this step, e.g. "
+        "[`git tag <version>`]; [] marks exploration. Left out, Engram derives them from a "
+        "coding agent's tool call (Bash, Edit, shell, apply_patch, mcp__...) and its input, "
+        "and other steps are learned as `tool.action`",
+    )
     input: JsonValue = Field(default=None, description="The step's input, any JSON value")
     output: JsonValue = Field(default=None, description="The step's output, any JSON value")
     status: StepStatus = Field(

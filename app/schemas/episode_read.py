@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -17,6 +17,11 @@ class StepRead(BaseModel):
     seq: int = Field(description="Position in the episode, from 0")
     action: str = Field(description="What the agent did")
     tool: str | None = Field(default=None, description="The tool used; null when none")
+    signature: list[str] | None = Field(
+        default=None,
+        description="The step's action signatures, what learning mines (`uv run pytest -q "
+        "<path>`); [] for exploration (reads, searches); null: learned as `tool.action`",
+    )
     input: Any = Field(default=None, description="The step's input as sent")
     output: Any = Field(default=None, description="The step's output as sent")
     status: StepStatus = Field(description="How the step ended")
@@ -40,6 +45,15 @@ class EpisodeSummary(BaseModel):
     status: EpisodeStatus = Field(description="`open` until it has an outcome")
     outcome: Outcome | None = Field(description="How it ended; null while open")
     verdict: str | None = Field(description="Why that outcome; null if not given")
+    outcome_source: Literal["inferred"] | None = Field(
+        default=None,
+        description="null: the outcome was reported; `inferred`: Engram inferred it from the "
+        "agent's session (its last checks, failures left, the user's next words); a reported "
+        "outcome or an explicit reward always wins over it",
+    )
+    outcome_confidence: float | None = Field(
+        default=None, description="How sure an inferred outcome is, 0 to 1; null if reported"
+    )
     progress: float | None = Field(description="Fraction completed, 0 to 1; null if not given")
     domain: str | None = Field(description="The context's domain; null if not given")
     language: str | None = Field(description="The context's language; null if not given")

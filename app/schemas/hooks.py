@@ -81,6 +81,11 @@ class ClaudeCodeHookEvent(BaseModel):
     reason: Text | None = Field(
         default=None, description="SessionEnd: why it ended (clear, logout, prompt_input_exit, ...)"
     )
+    task_type: Annotated[str, StringConstraints(min_length=1, max_length=256)] | None = Field(
+        default=None,
+        description="UserPromptSubmit: the kind of work, when a wrapper knows it; without it "
+        "Engram files the prompt under a kind of its project from its words",
+    )
     outcome: Outcome | None = Field(
         default=None,
         description="Stop/SessionEnd: the outcome, when a wrapper knows it (Claude Code does "

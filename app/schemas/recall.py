@@ -83,6 +83,9 @@ class RecallRequest(Strict):
 
     @model_validator(mode="after")
     def _context_agrees_with_scope(self) -> RecallRequest:
+        given = self.scope.get("task_type")
+        if self.task_type is not None and given is not None and given != self.task_type:
+            raise ValueError(f"scope.task_type is {given!r} but task_type is {self.task_type!r}")
         if self.context is not None:
             for key, value in self.context.fields().items():
                 if key in self.scope and self.scope[key] != value:
@@ -92,8 +95,10 @@ class RecallRequest(Strict):
         return self
 
     def applies_to(self) -> dict[str, str]:
-        """The scope memories must apply to: the request's, and its context's fields."""
-        return {**self.scope, **(self.context.fields() if self.context else {})}
+        """The scope memories must apply to: the request's (its task type among them, so
+        that the skills learned for it apply), and its context's fields."""
+        typed = {"task_type": self.task_type} if self.task_type else {}
+        return {**typed, **self.scope, **(self.context.fields() if self.context else {})}
 
 
 class RecalledMemory(BaseModel):

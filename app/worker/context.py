@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.core.config import Learning
-from app.services.learning.episodes import References
+from app.services.learning.references import References
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,15 +1,22 @@
-"""Claude Code's hooks: its lifecycle events, posted as they happen, answered with context."""
+"""Coding agents' hooks: their lifecycle events, posted as they happen, answered with context."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body
 
 from app.api.deps import AgentDep, StateDep
-from app.core.errors import error_responses
+from app.core.errors import InvalidInput, error_responses
+from app.schemas.agents import Agent
 from app.schemas.hooks import ClaudeCodeHookEvent, HookAnswer
 from app.services.agents.claude_code import ClaudeCodeHooks
+from app.services.agents.context import recalled_context
+from app.services.agents.payloads import codex_notify_events, cursor_answer, cursor_event
 
 router = APIRouter(prefix="/v1/hooks", tags=["hooks"])
+
+CONTEXT_CHARS = 12_000
 
 
 @router.post(
@@ -23,8 +30,51 @@ async def claude_code_hook(
 ) -> HookAnswer:
     """One Claude Code hook event: SessionStart and UserPromptSubmit recall (the chosen
     memories and skills come back as `hookSpecificOutput.additionalContext`), PostToolUse
-    and PostToolUseFailure add a step to the session's episode, Stop and SessionEnd
-    complete it; any other event is answered with `{}`."""
-    recalls = state.recalls
-    hooks = ClaudeCodeHooks(state.transactions, episodes=state.episodes, recalls=recalls)
+    and PostToolUseFailure add a step to the turn's episode, Stop and SessionEnd complete
+    it; any other event is answered with `{}`."""
+    hooks = ClaudeCodeHooks(state.agents)
     return await hooks.handle(principal.namespace, event, ceiling=principal.max_sensitivity)
+
+
+@router.post("/cursor", responses=error_responses(401, 403, 413, 422, 503))
+async def cursor_hook(
+    principal: AgentDep, state: StateDep, payload: Annotated[dict[str, Any], Body()]
+) -> dict[str, Any]:
+    """One Cursor hook event (as Cursor sends it on a hook's stdin): a prompt recalls and
+    opens the turn's episode, shell commands, file edits and MCP calls are its steps, `stop`
+    completes it. The answer is what Cursor expects of that hook (it never blocks)."""
+    try:
+        session_id, event = cursor_event(payload)
+    except ValueError as exc:
+        raise InvalidInput(str(exc), field="conversation_id") from exc
+    name = str(payload.get("hook_event_name") or "")
+    if event is None:
+        return cursor_answer(name, None)
+    recalled = await state.agents.handle(
+        principal.namespace, Agent.CURSOR, session_id, event, ceiling=principal.max_sensitivity
+    )
+    text = recalled_context(recalled, max_chars=CONTEXT_CHARS) if recalled else ""
+    return cursor_answer(name, text or None)
+
+
+@router.post("/codex", responses=error_responses(401, 403, 413, 422, 503))
+async def codex_hook(
+    principal: AgentDep, state: StateDep, payload: Annotated[dict[str, Any], Body()]
+) -> dict[str, Any]:
+    """A Codex `notify` payload (`agent-turn-complete`): the turn, with its prompt, becomes
+    an episode of the session (Codex's notifications carry no tool calls: `engram import
+    codex` brings those in from its rollouts). Answered with `{}`."""
+    try:
+        session_id, events = codex_notify_events(payload)
+    except ValueError as exc:
+        raise InvalidInput(str(exc), field="type") from exc
+    for event in events:
+        await state.agents.handle(
+            principal.namespace,
+            Agent.CODEX,
+            session_id,
+            event,
+            ceiling=principal.max_sensitivity,
+            recall=False,
+        )
+    return {}

@@ -12,6 +12,7 @@ from pydantic import TypeAdapter
 
 from app.core.config import Limits
 from app.core.errors import PayloadTooLarge
+from app.learning.signatures import Rules, signature_of
 from app.schemas.common import NAME_MAX
 from app.schemas.episode import EpisodeContext, EpisodeCreate, StepCreate
 from app.storage.blobs import episode_chunk_key, episode_doc_key
@@ -61,8 +62,14 @@ def _check_bytes(field_name: str, size: int, limit: int) -> None:
 _STEP_LIST = TypeAdapter(list[StepCreate])
 
 
-def prepare_steps(steps: list[StepCreate], *, limits: Limits, where: str) -> StepsPayload:
-    """Check the steps against the limits and serialise them into one chunk."""
+def prepare_steps(
+    steps: list[StepCreate], *, limits: Limits, where: str, rules: Rules | None = None
+) -> StepsPayload:
+    """Check the steps against the limits, give each agent tool call its action signatures
+    (kept with the step and in its skeleton), and serialise them into one chunk."""
+    for step in steps:
+        if step.signature is None:
+            step.signature = signature_of(step.tool, step.action, step.input, rules=rules)
     chunk = _STEP_LIST.dump_json(steps)
     text_max = limits.max_text_chars
     skeletons: list[dict[str, Any]] = []
@@ -76,15 +83,18 @@ def prepare_steps(steps: list[StepCreate], *, limits: Limits, where: str) -> Ste
             _check_text(f"{name}.action", step.action, NAME_MAX)
             _check_text(f"{name}.tool", step.tool, NAME_MAX)
             _check_text(f"{name}.error", step.error, text_max)
-        skeletons.append(
-            {
-                "tool": step.tool,
-                "action": step.action,
-                "status": step.status.value,
-                "latency_ms": step.latency_ms,
-                "tokens": step.tokens,
-            }
-        )
+        skeleton: dict[str, Any] = {
+            "tool": step.tool,
+            "action": step.action,
+            "status": step.status.value,
+            "latency_ms": step.latency_ms,
+            "tokens": step.tokens,
+        }
+        if step.signature is not None:
+            skeleton["signature"] = step.signature
+        if step.metadata.get("interrupted") is True:
+            skeleton["interrupted"] = True  # an outcome is inferred from the skeletons
+        skeletons.append(skeleton)
     # The chunk is the steps joined: when it fits the per-step limit, so does each step.
     if len(chunk) > limits.max_step_bytes:
         for offset, step in enumerate(steps):
@@ -138,10 +148,13 @@ def build_episode(
     idempotency_key: str | None,
     now: datetime,
     limits: Limits,
+    rules: Rules | None = None,
 ) -> NewEpisode:
     check_episode_limits(data, limits)
     keyed = idempotency_key is not None or data.id is not None
-    steps = prepare_steps(data.steps, limits=limits, where="steps")
+    # The fingerprint is of the request as sent, before signatures are derived into it.
+    fingerprint = request_hash(data) if keyed else ""
+    steps = prepare_steps(data.steps, limits=limits, where="steps", rules=rules)
     context = data.context if isinstance(data.context, EpisodeContext) else EpisodeContext()
     doc = orjson.dumps({"context": context.model_dump(mode="json"), "metadata": data.metadata})
     completed = data.outcome is not None
@@ -156,6 +169,8 @@ def build_episode(
         "status": "completed" if completed else "open",
         "outcome": data.outcome.value if data.outcome else None,
         "verdict": data.verdict,
+        "outcome_source": None,
+        "outcome_confidence": None,
         "progress": data.progress,
         "domain": context.domain,
         "language": context.language,
@@ -168,7 +183,7 @@ def build_episode(
         "payload_bytes": len(doc) + steps.nbytes,
         "idempotency_key": idempotency_key,
         # Only a keyed request can be retried into a replay, so only those are fingerprinted.
-        "request_hash": request_hash(data) if keyed else "",
+        "request_hash": fingerprint,
         "started_at": data.started_at,
         "ended_at": data.ended_at,
         "completed_at": now if completed else None,

@@ -11,6 +11,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.core.config import Limits
 from app.core.errors import NotFound, PayloadTooLarge
 from app.core.ids import uuid7
+from app.learning.outcomes import Inferred
+from app.learning.signatures import Rules
 from app.repositories.episodes import EpisodeRepository
 from app.schemas.episode import EpisodeComplete, EpisodeContext, EpisodeCreate, StepCreate
 from app.schemas.episode_read import EpisodePage, EpisodeRead, EpisodeSummary, StepRead
@@ -25,10 +27,18 @@ from app.storage.blobs import BlobStore, episode_prefix, parse_episode_key
 class EpisodeService:
     """Created once per process; reads take the request's session as their first argument."""
 
-    def __init__(self, *, blobs: BlobStore, writer: EpisodeWriter, limits: Limits) -> None:
+    def __init__(
+        self,
+        *,
+        blobs: BlobStore,
+        writer: EpisodeWriter,
+        limits: Limits,
+        rules: Rules | None = None,
+    ) -> None:
         self.blobs = blobs
         self.writer = writer
         self.limits = limits
+        self.rules = rules
 
     async def create(
         self, namespace: str, data: EpisodeCreate, *, idempotency_key: str | None
@@ -42,6 +52,7 @@ class EpisodeService:
             idempotency_key=idempotency_key,
             now=datetime.now(UTC),
             limits=self.limits,
+            rules=self.rules,
         )
         return await self.writer.create(new)
 
@@ -53,7 +64,7 @@ class EpisodeService:
             raise PayloadTooLarge(
                 f"steps: {len(steps)} steps, the limit is {self.limits.max_steps}", field="steps"
             )
-        payload = prepare_steps(steps, limits=self.limits, where="steps")
+        payload = prepare_steps(steps, limits=self.limits, where="steps", rules=self.rules)
         row = await self.writer.append((namespace, episode_id), payload)
         return EpisodeSummary.model_validate(row)
 
@@ -73,6 +84,20 @@ class EpisodeService:
         }
         if data.ended_at is not None:
             values["ended_at"] = data.ended_at
+        row = await self.writer.complete((namespace, episode_id), values)
+        return EpisodeSummary.model_validate(row)
+
+    async def complete_inferred(
+        self, namespace: str, episode_id: str, inferred: Inferred
+    ) -> EpisodeSummary:
+        """Set an outcome inferred from the session: it replaces an earlier inference, never
+        a reported outcome (a 409); below MIN_CONFIDENCE the episode ends `unknown`."""
+        values: dict[str, Any] = {
+            "outcome": inferred.outcome if inferred.labelled else "unknown",
+            "verdict": inferred.verdict()[: self.limits.max_text_chars],
+            "outcome_source": "inferred",
+            "outcome_confidence": round(inferred.confidence, 3),
+        }
         row = await self.writer.complete((namespace, episode_id), values)
         return EpisodeSummary.model_validate(row)
 

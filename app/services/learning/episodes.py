@@ -4,7 +4,6 @@ episode's score). Runs in the job's session; never commits."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -16,37 +15,18 @@ from app.core.config import Learning
 from app.core.ids import uuid7
 from app.learning.episode_reward import Baseline, EpisodeFacts, aggregate, episode_reward, median
 from app.learning.mining import context_features, episode_patterns, pattern_id, wilson_lcb
-from app.learning.reflection import action_key, reflect
+from app.learning.reflection import reflect
+from app.learning.steps import actions_of, learning_steps
 from app.models import Reward, Skill
 from app.repositories.episode_learning import EpisodeLearningRepository
 from app.repositories.memories import MemoryRepository
 from app.repositories.patterns import PatternRepository
 from app.repositories.skills import SkillRepository
+from app.services.learning.lessons import AGENTS, KindLessons
+from app.services.learning.references import Reference, References
 from app.services.memories.rows import new_memory
 
 MAX_EVIDENCE = 20
-REFERENCE_TTL_S = 10.0
-Reference = tuple[Baseline, list[str] | None]
-
-
-class References:
-    """Each task type's baseline and successful run, kept for REFERENCE_TTL_S (both move
-    slowly; learning asks on every batch). The worker keeps one for its life."""
-
-    def __init__(self, ttl_s: float = REFERENCE_TTL_S) -> None:
-        self.ttl_s = ttl_s
-        self._kept: dict[tuple[str, str], tuple[float, Reference]] = {}
-
-    def get(self, namespace: str, task_type: str) -> Reference | None:
-        kept = self._kept.get((namespace, task_type))
-        if kept is None or time.monotonic() - kept[0] >= self.ttl_s:
-            return None
-        return kept[1]
-
-    def keep(self, namespace: str, task_type: str, found: Reference) -> None:
-        if len(self._kept) > 10_000:
-            self._kept.clear()
-        self._kept[(namespace, task_type)] = (time.monotonic(), found)
 
 
 def duration_ms(row: Any) -> float | None:
@@ -133,7 +113,7 @@ class LearningService:
             if skill.status == "active" and not skill.trigger.get("context"):
                 return baseline_of(rows), [s["action"] for s in skill.steps]
         best = await self.episodes.shortest_success(namespace, task_type or None, among=50)
-        reference = [action_key(s) for s in best] if best is not None else None
+        reference = actions_of(best) if best is not None else None
         return baseline_of(rows), reference
 
     async def learn(self, namespace: str, episode_ids: Sequence[str]) -> dict[str, Any]:
@@ -152,6 +132,7 @@ class LearningService:
         counts: dict[str, _Counts] = {}
         memories: list[dict[str, Any]] = []
         learned: list[dict[str, Any]] = []
+        consolidated: set[str] = set()
         now = datetime.now(UTC)
         for row in rows:
             task_type = row.task_type or ""
@@ -163,13 +144,17 @@ class LearningService:
                 signals={},
                 min_baseline=self.settings.min_baseline,
             )
+            if row.outcome_source == "inferred":
+                # An outcome inferred from the session counts as much as it is sure.
+                implicit *= row.outcome_confidence or 0.0
             success, reward = judged(row, rewards.get(row.id, []), implicit)
             context = context_features(
                 domain=row.domain, language=row.language, tags=row.tags, features=row.features
             )
             applied = [skills[n] for n in dict.fromkeys(row.skills_applied) if n in skills]
+            steps = learning_steps(row.steps)
             found = episode_patterns(
-                steps=row.steps, context=context, skills_applied=[s.id for s in applied]
+                steps=steps, context=context, skills_applied=[s.id for s in applied]
             )
             pids = [pattern_id(f.kind, task_type, f.signature) for f in found]
             for f, pid in zip(found, pids, strict=True):
@@ -182,8 +167,12 @@ class LearningService:
                 c.evidence.append(row.id)
             for skill in applied:
                 credit_skill(skill, row.id, success=success, reward=reward, keep=self._keep)
-            memory_id = uuid7()
-            memories.append(self._reflection(namespace, memory_id, row, reference, reward, now))
+            memory_id: str | None = None
+            if row.agent_id in AGENTS:
+                consolidated.add(task_type)  # one memory of lessons per kind, below
+            else:
+                memory_id = uuid7()
+                memories.append(self._reflection(namespace, memory_id, row, reference, reward, now))
             learned.append(
                 {
                     "namespace": namespace,
@@ -200,9 +189,11 @@ class LearningService:
         await self._count(namespace, counts, now)
         await self.memories.insert_many(memories)
         await self.episodes.insert_many(learned)
+        lessons = KindLessons(self.session)
+        kept = [await lessons.update(namespace, t, now=now) for t in sorted(consolidated)]
         return {
             "learned": len(rows),
-            "reflections": [m["id"] for m in memories],
+            "reflections": [m["id"] for m in memories] + [k for k in kept if k],
             "task_types": sorted(refs),
         }
 
@@ -219,7 +210,9 @@ class LearningService:
         reward: float,
         now: datetime,
     ) -> dict[str, Any]:
-        found = reflect(steps=row.steps, outcome=row.outcome, reward=reward, reference=reference)
+        found = reflect(
+            steps=learning_steps(row.steps), outcome=row.outcome, reward=reward, reference=reference
+        )
         content = found.content(task_type=row.task_type)
         # The episode id in the scope lets a scope filter find an episode's reflection.
         scope = {"level": "global", "episode_id": row.id}

@@ -24,6 +24,7 @@ from app.learning.skills import (
     retire_reason,
     unneeded,
 )
+from app.learning.steps import learning_steps
 from app.models import Pattern, Skill
 from app.repositories.episode_learning import EpisodeLearningRepository
 from app.repositories.patterns import PatternRepository
@@ -77,11 +78,12 @@ class EvolutionService(ContextSkills):
             context = context_fields(
                 domain=row.domain, language=row.language, tags=row.tags, features=row.features
             )
+            steps = learning_steps(row.steps)
             views.append(
                 EpisodeView(
                     id=row.id,
-                    actions=tuple(action_key(s) for s in row.steps),
-                    statuses=tuple(s.get("status", "ok") for s in row.steps),
+                    actions=tuple(action_key(s) for s in steps),
+                    statuses=tuple(s.get("status", "ok") for s in steps),
                     success=success,
                     reward=reward,
                     context=tuple(context.items()),

@@ -31,7 +31,7 @@ from app.schemas.learning import (
 from app.services import pagination
 
 if TYPE_CHECKING:
-    from app.services.learning.episodes import References
+    from app.services.learning.references import References
 
 PASS_CHUNK = 500
 PASS_CHUNKS = 2

@@ -32,6 +32,8 @@ from app.services.policies.deciders import Deciders
 from app.services.recall.answer import Shown, answer
 from app.services.writer import EpisodeWriter
 
+SKILLS_PER_KIND = 3
+
 
 @dataclass
 class Candidates:
@@ -102,6 +104,14 @@ class RecallService:
             )
             for memory in constraints:
                 found.setdefault(memory.id, (memory, 0.0, 0))
+        if req.task_type and (types is None or "skill" in types):
+            # The skills learned for the task's kind, whatever words the task is put in.
+            skills = await self.usage.top_of_type(
+                namespace, "skill", now=now, limit=SKILLS_PER_KIND, applies_to=scope
+            )
+            for memory in skills:
+                if memory.scope.get("task_type") == req.task_type:
+                    found.setdefault(memory.id, (memory, 0.0, 0))
         # The searches applied the scope already; the same predicate in Python, which
         # costs little, keeps their SQL and index versions from drifting from it.
         return Candidates(

@@ -49,6 +49,8 @@ class Batch:
     # Memories with a chosen id (or an idempotency key): the stored or batched row per id.
     memory_rows: dict[Key, dict[str, Any]] = field(default_factory=dict)
     transitions: list[dict[str, Any]] = field(default_factory=list)
+    # Completed episodes whose inferred outcome this batch changed: learning is credited again.
+    revised: list[Key] = field(default_factory=list)
     results: list[tuple[asyncio.Future[Any], Any]] = field(default_factory=list)
 
 

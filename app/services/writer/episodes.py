@@ -79,6 +79,14 @@ class EpisodeDecisions:
             same = row["outcome"] == values["outcome"] and all(
                 row[k] == values[k] for k in ("verdict", "progress") if values.get(k) is not None
             )
+            if not same and row.get("outcome_source") == "inferred":
+                # An inferred outcome gives way to a reported one or a later inference;
+                # learning is credited again for it (write() queues the job).
+                now = datetime.now(UTC)
+                changes = {"outcome_source": None, "outcome_confidence": None, **values}
+                _change(batch, cmd, row, {**changes, "completed_at": now, "updated_at": now})
+                batch.revised.append(cmd.key)
+                return
             if not same:
                 raise Conflict(
                     f"the episode is already completed with outcome {row['outcome']!r}",

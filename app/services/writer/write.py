@@ -13,7 +13,7 @@ from app.repositories.episode_learning import EpisodeLearningRepository
 from app.repositories.episodes import EpisodeRepository
 from app.repositories.jobs import JobRepository
 from app.repositories.memories import MemoryRepository
-from app.services.operations.jobs import LEARN, job_row
+from app.services.operations.jobs import CREDIT, LEARN, job_row
 from app.services.writer.commands import Batch, Command
 from app.services.writer.episodes import EPISODE_KINDS, completed
 from app.services.writer.transitions import log_transitions
@@ -90,10 +90,22 @@ async def write(
             )
             for ns, eid in done
         ]
+        + [
+            job_row(
+                ns,
+                CREDIT,
+                key=f"revised:{eid}",
+                payload={"episode_ids": [eid]},
+                now=now,
+                max_attempts=max_attempts,
+            )
+            for ns, eid in batch.revised
+            if (ns, eid) not in batch.deletes
+        ]
     )
     if batch.inserts or batch.updates or batch.deletes or batch.memories or batch.transitions:
         await session.commit()
-    if done and on_completed is not None:
+    if (done or batch.revised) and on_completed is not None:
         on_completed()
     if blobs.transactional:
         return

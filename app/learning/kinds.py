@@ -1,0 +1,155 @@
+"""Kinds of work (pure): the prompts of a project that ask for the same kind of work, in
+whatever words, share a kind.
+
+A prompt is reduced to its terms: lower-case words without the words of any request
+("please", "can", "you"), numbers and versions, each stemmed and mapped to the concept it
+names in software work (ship, publish, cut -> release). A kind keeps, for each term, how
+many of its prompts held it. A new prompt joins the kind whose prompts' terms cover it
+best, each term weighted by how rare it is among the project's prompts (a word every kind
+uses tells nothing), when that cover reaches the threshold; otherwise it starts a kind of
+its own. A kind is named once, at its birth, by its most telling terms, so that the
+episodes and skills filed under it stay together as prompts keep arriving.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from app.learning.tokens import STOP_WORDS
+
+NAME_TERMS = 3
+MAX_TERMS = 400  # a kind keeps its most frequent terms
+CONCEPT_WEIGHT = 3.0
+_WORD = re.compile(r"[a-z][a-z0-9]*(?:[-'][a-z0-9]+)*")
+
+# Words of asking, not of the work asked for.
+_REQUEST_WORDS = frozenset(
+    """please pls can could would you we us let lets let's want wanted need needs needed
+    like go going gonna get got make sure help hey hi ok okay now today quick quickly
+    just also again another new some thing things stuff one bit real actually maybe
+    should must time right first next then via using use""".split()
+)
+
+# Concepts of software work: each line is a concept and the words that name it.
+_CONCEPTS = """
+release release ship publish cut tag
+migration migration migrate schema column table alembic
+test test tests spec specs failing fail failure broken red flaky pytest jest
+deploy deploy deployment rollout roll staging production prod
+dependency dependency dependencies deps package packages library upgrade lockfile bump latest
+fix fix repair resolve solve bug issue
+docs docs documentation readme changelog
+refactor refactor cleanup clean restructure rename
+build build compile bundle
+lint lint format formatting style
+"""
+
+
+def _concepts() -> dict[str, str]:
+    out: dict[str, str] = {}
+    for line in _CONCEPTS.strip().splitlines():
+        concept, *words = line.split()
+        for word in words:
+            out[_stem(word)] = concept
+    return out
+
+
+def _stem(word: str) -> str:
+    """A light suffix stripper: enough to join a verb's and a noun's forms."""
+    for suffix in ("ations", "ation", "ments", "ment", "ings", "ing", "ies", "ed", "es", "s"):
+        if len(word) > len(suffix) + 2 and word.endswith(suffix):
+            if suffix == "es" and not word.endswith(("ses", "xes", "zes", "ches", "shes")):
+                continue  # "invoices" loses its s, "pushes" its es
+            stem = word[: -len(suffix)]
+            return stem + "y" if suffix == "ies" else stem
+    return word
+
+
+_CONCEPT_OF = _concepts()
+_CONCEPT_NAMES = frozenset(_CONCEPT_OF.values())
+
+
+def prompt_terms(text: str) -> list[str]:
+    """The prompt's terms, each once, in order of first appearance."""
+    out: dict[str, None] = {}
+    for word in _WORD.findall(text.lower()[:4000]):
+        if word in STOP_WORDS or word in _REQUEST_WORDS or len(word) < 2:
+            continue
+        if any(ch.isdigit() for ch in word):
+            continue  # versions, numbers, ids: the specifics of one request
+        stem = _stem(word)
+        out[_CONCEPT_OF.get(stem, stem)] = None
+    return list(out)
+
+
+@dataclass
+class Kind:
+    """A kind of work of one project: its name and its prompts' term counts."""
+
+    id: str
+    name: str
+    prompts: int = 0
+    terms: dict[str, int] = field(default_factory=dict)
+
+
+def _weight(term: str, kinds: Sequence[Kind], total: int) -> float:
+    """A term's weight: rarer among the project's prompts weighs more, and a concept of
+    software work (which names the work, where other words name its specifics) more still."""
+    held = sum(k.terms.get(term, 0) for k in kinds)
+    idf = math.log((1 + total) / (1 + held)) + 1.0
+    return idf * (CONCEPT_WEIGHT if term in _CONCEPT_NAMES else 1.0)
+
+
+def cover(terms: Sequence[str], kind: Kind, *, kinds: Sequence[Kind]) -> float:
+    """How well the kind's prompts cover these terms, 0 to 1 (rare terms weigh more)."""
+    if not terms or kind.prompts == 0:
+        return 0.0
+    total = sum(k.prompts for k in kinds)
+    weights = {t: _weight(t, kinds, total) for t in terms}
+    got = sum(w * min(1.0, kind.terms.get(t, 0) / kind.prompts) for t, w in weights.items())
+    return got / sum(weights.values())
+
+
+def closest(
+    terms: Sequence[str], kinds: Sequence[Kind], *, threshold: float
+) -> tuple[Kind | None, float]:
+    """The kind these terms belong to and its cover (None: none reaches the threshold)."""
+    best: Kind | None = None
+    best_cover = 0.0
+    for kind in kinds:
+        c = cover(terms, kind, kinds=kinds)
+        if c > best_cover or (c == best_cover and best is not None and kind.id < best.id):
+            best, best_cover = kind, c
+    if best is None or best_cover < threshold:
+        return None, best_cover
+    return best, best_cover
+
+
+def name_for(terms: Sequence[str], kinds: Sequence[Kind]) -> str:
+    """A new kind's name: its most telling terms (concepts first, then rare words)."""
+    total = sum(k.prompts for k in kinds)
+    ranked = sorted(terms, key=lambda t: (-_weight(t, kinds, total), terms.index(t)))
+    chosen = ranked[:NAME_TERMS]
+    return "-".join(sorted(chosen, key=terms.index)) or "general"
+
+
+def unique_name(name: str, taken: Mapping[str, object]) -> str:
+    if name not in taken:
+        return name
+    n = 2
+    while f"{name}-{n}" in taken:
+        n += 1
+    return f"{name}-{n}"
+
+
+def add_prompt(kind: Kind, terms: Sequence[str]) -> None:
+    """Count a prompt's terms into its kind (the rarest are dropped past MAX_TERMS)."""
+    kind.prompts += 1
+    for term in terms:
+        kind.terms[term] = kind.terms.get(term, 0) + 1
+    if len(kind.terms) > MAX_TERMS:
+        kept = sorted(kind.terms.items(), key=lambda kv: (-kv[1], kv[0]))[:MAX_TERMS]
+        kind.terms = dict(kept)

@@ -1,0 +1,127 @@
+"""Outcomes without a human (pure): how an agent's turn ended, inferred from the session.
+
+Evidence, strongest first:
+- the user's next words: a complaint ("that broke the build", "still failing", "revert
+  it") is a failure, thanks or approval ("great, thanks", "looks good") a success;
+- the last check the agent ran (a test, build, lint, type check or deploy command): its
+  result, unless a later run of the same command says otherwise;
+- failures left unresolved: a command that failed and never ran cleanly afterwards;
+- an interruption by the user.
+A turn with none of these is left unknown: an inference is made only where it is likely
+right. Each inference carries its confidence and the evidence it rests on.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+SUCCESS = "success"
+FAILURE = "failure"
+UNKNOWN = "unknown"
+
+CHECK_PASSED = 0.8
+CHECK_FAILED = 0.85
+UNRESOLVED = 0.65
+INTERRUPTED = 0.6
+REPLY = 0.9
+# Below this, an inference is not worth labelling the episode with.
+MIN_CONFIDENCE = 0.6
+
+# Words about the turn before, not a new task: "fix the failing test" asks for work,
+# "that broke the build" judges it.
+_NEGATIVE = re.compile(
+    r"\b(that|this|it|you)('?s| has| have| just)? (broke|break|broken|failed|fails|crashed|"
+    r"is wrong|was wrong)\b|\bstill (fail\w*|broken|red|wrong|erroring|not)\b|"
+    r"\b(doesn'?t|didn'?t|does not|did not|won'?t|isn'?t) (work|apply|pass|build|run|compile|"
+    r"deploy|working)\b|\bnot working\b|\brevert (it|that|this|the)\b|"
+    r"\bundo (it|that|this)\b|\broll ?back\b|\bthat'?s not (it|right|what)\b|"
+    r"\bnot what i\b|^(no|nope)\b|\bwrong\b",
+    re.IGNORECASE,
+)
+_POSITIVE = re.compile(
+    r"\b(thanks|thank you|thx|great|perfect|awesome|excellent|looks good|lgtm|well done|"
+    r"good job|that did it|ship it|all green)\b|\b(it|that|this) works\b|"
+    r"\b(works|working|passes|passing) now\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Inferred:
+    outcome: str  # success, failure or unknown
+    confidence: float
+    evidence: list[str] = field(default_factory=list)
+
+    @property
+    def labelled(self) -> bool:
+        return self.outcome != UNKNOWN and self.confidence >= MIN_CONFIDENCE
+
+    def verdict(self) -> str:
+        said = "; ".join(self.evidence) if self.evidence else "no evidence either way"
+        return f"inferred from the session (confidence {self.confidence:.2f}): {said}"
+
+
+def from_steps(
+    steps: Sequence[dict[str, Any]],
+    *,
+    interrupted: bool,
+    check_of: Callable[[str], str | None],
+) -> Inferred:
+    """The outcome a turn's steps (learning steps: action and status) point to."""
+    actions = [str(s.get("action") or "") for s in steps]
+    ok = [s.get("status", "ok") == "ok" for s in steps]
+    unresolved = [
+        a for i, a in enumerate(actions) if not ok[i] and not any(ok[j] for j in _later(actions, i))
+    ]
+    checks = [i for i, a in enumerate(actions) if check_of(a) is not None]
+    if interrupted:
+        return Inferred(FAILURE, INTERRUPTED, ["the user interrupted the agent"])
+    if checks:
+        last = checks[-1]
+        what = f"{check_of(actions[last])} command `{actions[last]}`"
+        if not ok[last]:
+            return Inferred(FAILURE, CHECK_FAILED, [f"the last {what} failed"])
+        if unresolved:
+            later = [a for a in unresolved if actions.index(a) > last] or unresolved
+            return Inferred(
+                FAILURE, UNRESOLVED, [f"the last {what} passed", f"`{later[-1]}` still failed"]
+            )
+        return Inferred(SUCCESS, CHECK_PASSED, [f"the last {what} passed"])
+    if unresolved:
+        return Inferred(FAILURE, UNRESOLVED, [f"`{unresolved[-1]}` failed and was not fixed"])
+    return Inferred(UNKNOWN, 0.0, [])
+
+
+def _later(actions: Sequence[str], i: int) -> list[int]:
+    return [j for j in range(i + 1, len(actions)) if actions[j] == actions[i]]
+
+
+def from_reply(text: str) -> Inferred | None:
+    """What the user's next prompt says of the turn before (None: it says nothing)."""
+    head = text.strip()[:300]
+    negative = _NEGATIVE.search(head)
+    positive = _POSITIVE.search(head)
+    if negative and not (positive and positive.start() < negative.start()):
+        return Inferred(FAILURE, REPLY, [f'the user then said "{_quote(head)}"'])
+    if positive:
+        return Inferred(SUCCESS, REPLY, [f'the user then said "{_quote(head)}"'])
+    return None
+
+
+def _quote(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= 80 else line[:77] + "..."
+
+
+def revised(before: Inferred, reply: Inferred | None) -> Inferred | None:
+    """The turn's outcome once the user replied (None: no change). The user's words
+    outweigh the session's evidence; when they agree, the confidence rises."""
+    if reply is None:
+        return None
+    if reply.outcome == before.outcome:
+        confidence = max(before.confidence, reply.confidence) + 0.05
+        return Inferred(before.outcome, min(0.97, confidence), [*before.evidence, *reply.evidence])
+    return reply

@@ -1,0 +1,43 @@
+"""The steps learning reads: an episode's step skeletons with agents' tool calls replaced
+by their action signatures.
+
+A skeleton without a `signature` (a step of a client that names its own actions, like
+`pytest.run_tests`) is learned as it is, under its `tool.action` key. A skeleton whose
+`signature` is a list was a tool call of a coding agent (app/learning/signatures.py):
+an empty list is exploration (reading, searching) and is not a step of the procedure;
+otherwise each signature becomes a step of its own, in order. A compound shell line
+that failed is taken to have failed at its last part: the parts before it ran.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.learning.reflection import action_key
+
+
+def learning_steps(skeletons: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The skeletons as mining, reflection and skills see them (see the module's doc)."""
+    out: list[dict[str, Any]] = []
+    for step in skeletons:
+        signatures = step.get("signature")
+        if signatures is None:
+            out.append(step)
+            continue
+        last = len(signatures) - 1
+        for i, signature in enumerate(signatures):
+            out.append(
+                {
+                    "tool": None,
+                    "action": signature,
+                    "status": step.get("status", "ok") if i == last else "ok",
+                    "latency_ms": step.get("latency_ms") if i == last else None,
+                    "tokens": step.get("tokens") if i == last else None,
+                }
+            )
+    return out
+
+
+def actions_of(skeletons: list[dict[str, Any]]) -> list[str]:
+    """The actions of an episode in order, signatures where it has them."""
+    return [action_key(s) for s in learning_steps(skeletons)]

@@ -1,0 +1,30 @@
+"""Kinds of work that agents' sessions are asked for, per project."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import JSON, Index, Integer, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.models.base import Base, UTCDateTime
+
+
+class TaskKind(Base):
+    """A kind of work in one project: the prompts that asked for it, as term counts
+    (app/learning/kinds.py). Its name, given at birth, is the task type of its episodes."""
+
+    __tablename__ = "task_kinds"
+
+    namespace: Mapped[str] = mapped_column(String(64), primary_key=True)
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    project: Mapped[str] = mapped_column(String(256))
+    name: Mapped[str] = mapped_column(String(256))
+    prompts: Mapped[int] = mapped_column(Integer)
+    terms: Mapped[dict[str, int]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+    __table_args__ = (
+        Index("ux_task_kinds_ns_project_name", "namespace", "project", "name", unique=True),
+    )

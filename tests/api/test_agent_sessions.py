@@ -1,0 +1,245 @@
+"""Coding agents' sessions through the hooks: kinds of work from prompts, action signatures,
+inferred outcomes, skills handed back as commands, per project, and no flood of memories."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import httpx
+
+from tests import hook_payloads as payloads
+
+HOOK = "/v1/hooks/claude-code"
+SHOP = "/home/dev/shop"
+WEB = "/home/dev/webapp"
+
+
+def _at(event: dict[str, Any], cwd: str) -> dict[str, Any]:
+    return event | {"cwd": cwd}
+
+
+def _bash(command: str, sid: str, cwd: str, *, stdout: str = "", fail: str | None = None) -> Any:
+    if fail is not None:
+        return _at(payloads.post_tool_use_failure("Bash", {"command": command}, fail, sid), cwd)
+    response = {"stdout": stdout, "stderr": "", "interrupted": False}
+    return _at(payloads.post_tool_use("Bash", {"command": command}, response, sid), cwd)
+
+
+async def _turn(
+    client: httpx.AsyncClient,
+    prompt: str,
+    calls: list[dict[str, Any]],
+    *,
+    sid: str,
+    cwd: str,
+    stop: bool = True,
+) -> dict[str, Any]:
+    r = await client.post(HOOK, json=_at(payloads.user_prompt_submit(prompt, sid), cwd))
+    assert r.status_code == 200, r.text
+    for call in calls:
+        c = await client.post(HOOK, json=call)
+        assert c.status_code == 200, c.text
+    if stop:
+        assert (await client.post(HOOK, json=_at(payloads.stop(sid), cwd))).status_code == 200
+    answer: dict[str, Any] = r.json()
+    return answer
+
+
+async def _episodes(client: httpx.AsyncClient, sid: str) -> list[dict[str, Any]]:
+    r = await client.get("/v1/episodes", params={"task_id": f"claude-code:{sid}"})
+    items = list(reversed(r.json()["items"]))
+    return [(await client.get(f"/v1/episodes/{e['id']}")).json() for e in items]
+
+
+def _release(sid: str, version: str, *, cwd: str = SHOP, ok: bool = True) -> list[dict[str, Any]]:
+    read = _at(
+        payloads.post_tool_use("Read", {"file_path": f"{cwd}/CHANGELOG.md"}, "...", sid), cwd
+    )
+    edit = _at(
+        payloads.post_tool_use(
+            "Edit", {"file_path": f"{cwd}/pyproject.toml"}, {"filePath": "pyproject.toml"}, sid
+        ),
+        cwd,
+    )
+    tests = _bash(
+        "uv run pytest -q tests/",
+        sid,
+        cwd,
+        stdout="12 passed in 1.2s" if ok else "2 failed, 10 passed in 1.3s",
+    )
+    return [
+        read,
+        _bash("git status", sid, cwd),
+        edit,
+        tests,
+        _bash(f'git commit -am "release {version}"', sid, cwd),
+        _bash(f"git tag v{version}", sid, cwd),
+        _bash("git push origin main --tags", sid, cwd),
+    ]
+
+
+async def test_a_turn_is_an_episode_of_its_kind_with_signatures_and_an_inferred_outcome(
+    client: httpx.AsyncClient,
+) -> None:
+    sid = str(uuid.uuid4())
+    await _turn(client, "cut release 1.4.2", _release(sid, "1.4.2"), sid=sid, cwd=SHOP)
+    [episode] = await _episodes(client, sid)
+    assert episode["task_type"] == "shop/release"
+    assert episode["context"]["features"] == {"project": "shop"}
+    signatures = [s["signature"] for s in episode["steps"]]
+    assert signatures == [
+        [],
+        [],
+        ["edit pyproject.toml"],
+        ["uv run pytest -q <path>"],
+        ["git commit -am <text>"],
+        ["git tag <version>"],
+        ["git push origin main --tags"],
+    ]
+    # The raw call stays in the step.
+    assert episode["steps"][5]["input"] == {"command": "git tag v1.4.2"}
+    assert (episode["outcome"], episode["outcome_source"]) == ("success", "inferred")
+    assert episode["outcome_confidence"] >= 0.6
+    assert "uv run pytest -q <path>" in episode["verdict"]
+
+
+async def test_the_same_work_in_other_words_shares_the_kind_and_projects_do_not(
+    client: httpx.AsyncClient,
+) -> None:
+    kinds = []
+    for prompt, cwd in [
+        ("cut release 1.4.2", SHOP),
+        ("can you ship version 2.0.1?", SHOP),
+        ("tag and publish the 2.1.0 release please", SHOP),
+        ("release 3.0.0", WEB),
+    ]:
+        sid = str(uuid.uuid4())
+        await _turn(client, prompt, [], sid=sid, cwd=cwd)
+        kinds.append((await _episodes(client, sid))[0]["task_type"])
+    assert kinds == ["shop/release", "shop/release", "shop/release", "webapp/release"]
+
+
+async def test_a_task_type_given_by_a_wrapper_wins(client: httpx.AsyncClient) -> None:
+    sid = str(uuid.uuid4())
+    event = _at(payloads.user_prompt_submit("cut release 1.4.2", sid), SHOP)
+    await client.post(HOOK, json=event | {"task_type": "release-train"})
+    [episode] = await _episodes(client, sid)
+    assert episode["task_type"] == "release-train"
+
+
+async def test_a_failing_check_and_the_users_next_words_decide_the_outcome(
+    client: httpx.AsyncClient,
+) -> None:
+    sid = str(uuid.uuid4())
+    await _turn(client, "cut release 1.5.0", _release(sid, "1.5.0", ok=False), sid=sid, cwd=SHOP)
+    await _turn(client, "cut release 1.5.1", _release(sid, "1.5.1"), sid=sid, cwd=SHOP)
+    # The user's next words outweigh the passing tests of the turn before.
+    await _turn(client, "that broke the build, look at CI", [], sid=sid, cwd=SHOP, stop=False)
+    first, second, third = await _episodes(client, sid)
+    assert (first["outcome"], first["outcome_source"]) == ("failure", "inferred")
+    assert "failed" in first["steps"][3]["error"] or first["steps"][3]["status"] == "error"
+    assert (second["outcome"], second["outcome_source"]) == ("failure", "inferred")
+    assert "that broke the build" in second["verdict"]
+    assert third["status"] == "open"
+
+
+async def test_a_reported_outcome_wins_over_an_inference(client: httpx.AsyncClient) -> None:
+    sid = str(uuid.uuid4())
+    await _turn(client, "cut release 1.6.0", _release(sid, "1.6.0"), sid=sid, cwd=SHOP)
+    [episode] = await _episodes(client, sid)
+    r = await client.post(
+        f"/v1/episodes/{episode['id']}/complete", json={"outcome": "failure", "verdict": "CI red"}
+    )
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert (body["outcome"], body["outcome_source"]) == ("failure", None)
+    # Once reported, the user's next words do not change it.
+    await _turn(client, "great, thanks!", [], sid=sid, cwd=SHOP, stop=False)
+    assert (await _episodes(client, sid))[0]["outcome"] == "failure"
+    # And a reported outcome is not reported over with another.
+    again = await client.post(f"/v1/episodes/{episode['id']}/complete", json={"outcome": "success"})
+    assert again.status_code == 409
+
+
+async def test_a_learned_skill_comes_back_as_commands_in_its_project_only(
+    client: httpx.AsyncClient,
+) -> None:
+    asks = ["cut release {v}", "ship version {v}", "publish the {v} release", "release {v} please"]
+    for i in range(14):
+        sid = str(uuid.uuid4())
+        version = f"1.{i}.0"
+        # Half the sessions leave the tests out and fail at the push.
+        calls = _release(sid, version)
+        if i % 3 == 2:
+            calls = [c for c in calls if "pytest" not in str(c.get("tool_input"))][:-1] + [
+                _bash("git push origin main --tags", sid, SHOP, fail="rejected: CI failed")
+            ]
+        await _turn(client, asks[i % 4].format(v=version), calls, sid=sid, cwd=SHOP)
+    r = await client.post("/v1/reflect", json={"wait": True})
+    assert r.status_code == 200, r.text
+    skills = (await client.get("/v1/skills", params={"task_type": "shop/release"})).json()
+    assert [s["status"] for s in skills["items"]] == ["active"], skills
+
+    sid = str(uuid.uuid4())
+    answer = await _turn(client, "can you tag and ship 2.0.0?", [], sid=sid, cwd=SHOP, stop=False)
+    text = answer["hookSpecificOutput"]["additionalContext"]
+    wanted = ["uv run pytest -q <path>", "git tag <version>", "git push origin main --tags"]
+    positions = [text.find(w) for w in wanted]
+    assert all(p >= 0 for p in positions), text
+    assert positions == sorted(positions)
+    assert "project shop" in text
+
+    other = str(uuid.uuid4())
+    answer = await _turn(client, "cut release 3.0.0", [], sid=other, cwd=WEB, stop=False)
+    text = answer.get("hookSpecificOutput", {}).get("additionalContext", "")
+    assert "git tag <version>" not in text
+
+
+async def test_turns_leave_one_memory_of_lessons_per_kind(client: httpx.AsyncClient) -> None:
+    for i in range(6):
+        sid = str(uuid.uuid4())
+        calls = [
+            _bash("uv run pytest -q", sid, SHOP, fail="ModuleNotFoundError: no module named x"),
+            _bash("uv sync", sid, SHOP),
+            _bash("uv run pytest -q", sid, SHOP, stdout="3 passed"),
+        ]
+        await _turn(client, f"fix the failing test number {i}", calls, sid=sid, cwd=SHOP)
+    assert (await client.post("/v1/reflect", json={"wait": True})).status_code == 200
+    memories = (await client.get("/v1/memories", params={"type": "reflection"})).json()["items"]
+    assert len(memories) == 1
+    assert "when `uv run pytest -q` fails, `uv sync` fixed it" in memories[0]["content"]
+
+
+async def test_a_past_session_is_imported_once(client: httpx.AsyncClient) -> None:
+    sid = str(uuid.uuid4())
+    events = [
+        {"kind": "start", "cwd": SHOP},
+        {"kind": "prompt", "cwd": SHOP, "prompt": "cut release 1.4.2"},
+        {"kind": "tool", "cwd": SHOP, "tool": "Bash", "input": {"command": "git tag v1.4.2"}},
+        {"kind": "stop", "cwd": SHOP},
+        {"kind": "prompt", "cwd": SHOP, "prompt": "thanks, now bump httpx"},
+        {"kind": "tool", "cwd": SHOP, "tool": "Bash", "input": {"command": "uv add httpx"}},
+    ]
+    body = {"agent": "claude-code", "session_id": sid, "events": events}
+    first = await client.post("/v1/agents/sessions", json=body)
+    assert first.status_code == 201, first.text
+    assert first.json() == {"session_id": sid, "imported": True, "episodes": 2, "steps": 2}
+    again = await client.post("/v1/agents/sessions", json=body)
+    assert again.status_code == 200
+    assert again.json()["imported"] is False
+    one, two = await _episodes(client, sid)
+    assert (one["outcome"], one["outcome_source"]) == ("success", "inferred")
+    assert two["status"] == "completed"
+    # No recall was made for the past.
+    transitions = (await client.get("/v1/rl/transitions")).json()["items"]
+    assert transitions == []
+
+
+async def test_a_session_import_is_checked(client: httpx.AsyncClient) -> None:
+    bad = {"agent": "vim", "session_id": "s", "events": [{"kind": "stop"}]}
+    r = await client.post("/v1/agents/sessions", json=bad)
+    assert r.status_code == 422
+    assert "agent" in r.text
+    empty = {"agent": "codex", "session_id": "s", "events": []}
+    assert (await client.post("/v1/agents/sessions", json=empty)).status_code == 422

@@ -1,0 +1,65 @@
+"""Kinds of work from prompts: the same work in other words shares a kind, other work does
+not, and a kind's name holds still as prompts arrive."""
+
+from __future__ import annotations
+
+from app.learning.kinds import Kind, add_prompt, closest, name_for, prompt_terms, unique_name
+
+THRESHOLD = 0.3
+
+
+def _file(prompts: list[str]) -> tuple[list[Kind], list[str]]:
+    kinds: list[Kind] = []
+    names = []
+    for prompt in prompts:
+        terms = prompt_terms(prompt)
+        kind, _ = closest(terms, kinds, threshold=THRESHOLD)
+        if kind is None:
+            name = unique_name(name_for(terms, kinds), {k.name: k for k in kinds})
+            kind = Kind(id=str(len(kinds)), name=name)
+            kinds.append(kind)
+        add_prompt(kind, terms)
+        names.append(kind.name)
+    return kinds, names
+
+
+def test_the_same_work_in_other_words_shares_a_kind() -> None:
+    _, names = _file(
+        [
+            "cut release 1.4.2",
+            "can you ship version 2.0.1?",
+            "tag and publish a new patch release",
+            "add a migration for the orders table",
+            "we need a new column discount on invoices, write the migration",
+            "the cart tests are failing, fix them",
+            "test_checkout is red, can you repair it",
+            "prepare 3.1.0 for release please",
+        ]
+    )
+    release, migration, tests = names[0], names[3], names[5]
+    assert len({release, migration, tests}) == 3
+    assert names == [release, release, release, migration, migration, tests, tests, release]
+
+
+def test_a_kind_keeps_its_name_as_prompts_arrive() -> None:
+    kinds, names = _file(["deploy to staging"] + ["roll out main to staging please"] * 5)
+    assert set(names) == {"deploy"}
+    assert len(kinds) == 1
+    assert kinds[0].prompts == 6
+
+
+def test_specifics_and_asking_words_are_not_terms() -> None:
+    assert prompt_terms("Could you please bump requests to 2.31.0 now?") == [
+        "dependency",
+        "request",
+    ]
+    assert prompt_terms("") == []
+    assert (
+        prompt_terms("please can you just do it") == ["it"]
+        or prompt_terms("please can you just do it") == []
+    )
+
+
+def test_names_are_unique_in_a_project() -> None:
+    assert unique_name("release", {"release": 1, "release-2": 1}) == "release-3"
+    assert unique_name("deploy", {}) == "deploy"

@@ -1,0 +1,91 @@
+"""Outcomes inferred from a turn: the last check, failures left, an interruption and the
+user's next words; nothing is claimed without evidence."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from app.learning.outcomes import (
+    FAILURE,
+    SUCCESS,
+    UNKNOWN,
+    Inferred,
+    from_reply,
+    from_steps,
+    revised,
+)
+
+
+def _check(action: str) -> str | None:
+    return "test" if "pytest" in action else ("deploy" if "kubectl apply" in action else None)
+
+
+def _steps(*pairs: tuple[str, str]) -> list[dict[str, Any]]:
+    return [{"action": a, "status": s} for a, s in pairs]
+
+
+def _infer(*pairs: tuple[str, str], interrupted: bool = False) -> Inferred:
+    return from_steps(_steps(*pairs), interrupted=interrupted, check_of=_check)
+
+
+def test_the_last_check_decides() -> None:
+    passed = _infer(("edit app/*.py", "ok"), ("uv run pytest -q", "ok"))
+    assert (passed.outcome, passed.labelled) == (SUCCESS, True)
+    assert "uv run pytest -q" in passed.verdict()
+    failed = _infer(
+        ("uv run pytest -q", "ok"), ("edit app/*.py", "ok"), ("uv run pytest -q", "error")
+    )
+    assert failed.outcome == FAILURE
+    fixed = _infer(
+        ("uv run pytest -q", "error"), ("edit app/*.py", "ok"), ("uv run pytest -q", "ok")
+    )
+    assert fixed.outcome == SUCCESS
+
+
+def test_a_failure_left_after_the_check_is_a_failure() -> None:
+    found = _infer(("uv run pytest -q", "ok"), ("git push origin main", "error"))
+    assert found.outcome == FAILURE
+    assert "git push origin main" in found.verdict()
+
+
+def test_no_evidence_claims_nothing() -> None:
+    found = _infer(("edit app/*.py", "ok"), ("git commit -m <text>", "ok"))
+    assert (found.outcome, found.labelled) == (UNKNOWN, False)
+    assert _infer().outcome == UNKNOWN
+
+
+def test_an_interruption_is_a_failure() -> None:
+    assert _infer(("uv run pytest -q", "ok"), interrupted=True).outcome == FAILURE
+
+
+@pytest.mark.parametrize(
+    ("reply", "outcome"),
+    [
+        ("that broke the build", FAILURE),
+        ("the migration didn't apply", FAILURE),
+        ("still failing on CI", FAILURE),
+        ("no, use uv instead", FAILURE),
+        ("great, thanks! now add a migration", SUCCESS),
+        ("looks good", SUCCESS),
+        ("it works now", SUCCESS),
+        ("fix the failing cart tests", None),
+        ("deploy to staging", None),
+        ("add an error message for empty emails", None),
+    ],
+)
+def test_the_users_next_words(reply: str, outcome: str | None) -> None:
+    found = from_reply(reply)
+    assert (found.outcome if found else None) == outcome
+
+
+def test_the_user_outweighs_the_session() -> None:
+    before = _infer(("uv run pytest -q", "ok"))
+    after = revised(before, from_reply("that broke the build"))
+    assert after is not None
+    assert after.outcome == FAILURE
+    agreed = revised(before, from_reply("thanks!"))
+    assert agreed is not None
+    assert agreed.confidence > before.confidence
+    assert revised(before, from_reply("now deploy it")) is None
