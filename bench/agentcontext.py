@@ -1,83 +1,22 @@
-"""What a procedure looks like in a hook's context: its steps' action signatures, where a
-text names them, and how much of a procedure it holds in order.
+"""A procedure in a hook's context: its steps' signatures, where a text names them, in order.
 
-The signatures are the server's (`app.learning.signatures.signature_of`) once that module
-exists; until then a stand-in of the bench's own, which `SIGNATURES` names, so a figure
-says which one it was measured with.
+The expected form of a step is what the server computes for it
+(`app.learning.signatures.signature_of`), so the bench measures what the server could hand
+back, not a form of its own.
 """
 
 from __future__ import annotations
 
-import importlib
 import re
-import shlex
 from collections.abc import Iterable
-from pathlib import PurePosixPath
 from typing import Any
 
-try:
-    _server: Any = importlib.import_module("app.learning.signatures")
-except ImportError:
-    _server = None
-SIGNATURES = "app.learning.signatures" if _server is not None else "bench stand-in"
-
-_LOOKS = {"ls", "cat", "head", "tail", "grep", "rg", "find", "pwd", "echo", "wc", "less", "tree"}
-_LOOKS_GIT = {"status", "diff", "log", "show", "branch"}
-_VERSION = re.compile(r"^v?\d+(\.\d+)+([-+.][0-9A-Za-z.]+)?$")
-_SHA = re.compile(r"^(?=.*\d)(?=.*[a-f])[0-9a-f]{7,40}$")
-_PARTS = re.compile(r"\s*(?:&&|\|\||;|\|)\s*")
+from app.learning.signatures import signature_of
 
 
 def signatures_of(tool: str, tool_input: dict[str, Any], *, cwd: str) -> list[str]:
     """The action signatures of one tool call, [] when it only looks (read, search, ls)."""
-    if _server is not None:
-        got = _server.signature_of(tool, tool, tool_input, cwd=cwd)
-        if got is None:
-            return []
-        return [got] if isinstance(got, str) else [str(s) for s in got]
-    if tool == "Bash":
-        return [s for part in _PARTS.split(tool_input["command"]) if (s := _stand_in(part))]
-    if tool in ("Edit", "Write", "MultiEdit"):
-        path = PurePosixPath(tool_input["file_path"])
-        relative = path.relative_to(cwd) if path.is_relative_to(cwd) else path
-        if len(relative.parts) == 1:
-            return [f"edit {relative}"]
-        return [f"edit {relative.parent}/*{relative.suffix}"]
-    return []
-
-
-def _stand_in(command: str) -> str:
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        words = command.split()
-    if not words or words[0] in _LOOKS:
-        return ""
-    if words[0] == "git" and len(words) > 1 and words[1] in _LOOKS_GIT:
-        return ""
-    out: list[str] = []
-    for i, word in enumerate(words):
-        before = words[i - 1] if i else ""
-        name, equals, value = word.partition("=")
-        if before in ("-m", "-am", "--message"):
-            out.append("<message>")
-        elif equals and name.isupper():
-            out.append(f"{name}={_word(value)}")
-        else:
-            out.append(_word(word))
-    return " ".join(out)
-
-
-def _word(word: str) -> str:
-    if _VERSION.match(word):
-        return "<version>"
-    if "@" in word and _VERSION.match(word.rsplit("@", 1)[1]):
-        return word.rsplit("@", 1)[0] + "@<version>"
-    if _SHA.match(word):
-        return "<sha>"
-    if "/" in word or re.search(r"\.(py|ts|tsx|js|tf|md|toml|ya?ml|json)$", word):
-        return "<path>"
-    return word
+    return signature_of(tool, tool, tool_input, cwd=cwd) or []
 
 
 def _after_ok(text: str, end: int) -> bool:

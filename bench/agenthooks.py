@@ -1,6 +1,8 @@
-"""Claude Code as the agent world's sessions speak it: a session's task, and its tool calls
-(Bash, Read, Edit, Grep, Glob, TodoWrite) as the hook payloads Claude Code sends, with
-each tool's input and response in Claude Code's own shapes."""
+"""Claude Code's hook payloads for the agent world: a session's task and its tool calls.
+
+Bash, Read, Edit, Grep, Glob and TodoWrite calls are sent as PostToolUse (or
+PostToolUseFailure) events with each tool's input and response in Claude Code's shapes.
+"""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.agentcontext import SIGNATURES, in_order, mentions
+from bench.agentcontext import in_order, mentions
 from bench.agentkinds import Kind
 from bench.agentsessions import PAIRS, PROJECTS, new_task
 
@@ -37,7 +37,6 @@ class Figures:
     sessions_per_kind: int
     sessions: int = 0
     turns: int = 0
-    signatures: str = SIGNATURES
     kinds: list[KindFigures] = field(default_factory=list)
     block: int = 0  # sessions per point of the curve
     curve: list[dict[str, float]] = field(default_factory=list)  # per block of sessions
@@ -104,7 +103,7 @@ def print_figures(results: Sequence[Figures]) -> None:
     first = results[0]
     print(
         f"agent world: {len(PROJECTS)} projects, {len(PAIRS)} (project, kind) pairs, "
-        f"{first.sessions_per_kind} sessions each, seed {first.seed}; signatures: {first.signatures}"
+        f"{first.sessions_per_kind} sessions each, seed {first.seed}"
     )
     modes = [f.mode for f in results]
     head = "".join(f"  {m:>21}" for m in modes)

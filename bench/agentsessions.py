@@ -1,6 +1,8 @@
-"""Claude Code sessions of the agent world: a task asked in a project, the agent's plan (from
-the context it was handed, or its own guesses), every hook event the session sends after
-its first prompt, and the truth of each turn.
+"""Claude Code sessions of the agent world: the task, the agent's plan, the events, the truth.
+
+A session asks for a kind of work in a project; the agent plans from the context it was
+handed, or guesses; `play` gives every hook event the session sends after its first
+prompt, and the truth of each turn.
 
 An agent that does a kind's key steps in order succeeds 90% of the time; one that leaves
 one out or swaps two succeeds 10% of the time. A failure shows where it would: the first

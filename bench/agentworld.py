@@ -140,7 +140,7 @@ async def world_figures(
         await settle(client)
         done.append(_Session(task, played.turns, played.success, followed))
     figures.sessions = len(done)
-    figures.block = block or max(len(PAIRS), len(done) // 5)
+    figures.block = block or max(len(PAIRS), -(-len(done) // 5))  # five points or so
     figures.curve = _curve(done, figures.block)
     figures.outcomes = await _outcomes(client, done)
     figures.kinds = await _probe(hooks, done, seed=seed, probes=probes)

@@ -61,6 +61,7 @@ async def insert_copies(url: str, model: dict[str, Any], n: int, *, chained: boo
                     "status": "completed",
                     "reward": 1.0,
                     "reward_id": None,
+                    "reward_source": None,
                     "next_id": ids[i + 1] if chained and i % 4 != 3 and i + 1 < n else None,
                     "created_at": now + timedelta(microseconds=i),
                     "completed_at": now,

@@ -84,6 +84,7 @@ class AppState:
             recalls=self.recalls,
             settings=self.settings.agents,
             rules=self.episodes.rules,
+            learning=self.settings.learning,
         )
 
 

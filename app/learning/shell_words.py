@@ -6,7 +6,7 @@ inside their word as written. Redirections (`> f`, `2>&1`, `&>> log`, `<<< word`
 dropped with their targets, and so are comments and subshell parentheses. A heredoc's
 body is not read as commands: it is kept as the body of the command that opened it
 (heredocs inside `$(...)` are skipped whole, as in `git commit -m "$(cat <<'EOF' ...)"`).
-Leading `!`, `{`, `}` and the keywords `if then else elif do done fi while until` are
+Leading `!`, `{`, `}` and the keywords `if then else elif do done fi while until esac` are
 dropped from a command; `for`, `case`, `select` and `function` headers are dropped whole.
 A line that does not parse (an unbalanced quote or bracket) is split at whitespace
 instead, separators and redirections still honoured. Lines are cut at MAX_LINE chars.
@@ -21,8 +21,9 @@ MAX_LINE = 10_000
 _MAX_NESTING = 50  # deeper $( "$( ... )" ) nesting is read as unbalanced
 _SEPARATORS = ("&&", "||", ";;", "|&", ";", "|", "&")
 _REDIRECTS = ("<<<", "<<-", "&>>", ">>", "<<", "<>", ">&", "<&", ">|", "&>", ">", "<")
-_LEADING = frozenset({"!", "{", "}", "if", "then", "else", "elif", "do", "done", "fi"})
-_LEADING_LOOPS = frozenset({"while", "until", "esac"})
+_LEADING = frozenset(
+    {"!", "{", "}", "if", "then", "else", "elif", "do", "done", "fi", "while", "until", "esac"}
+)
 _HEADERS = frozenset({"for", "case", "select", "function"})
 _HEREDOC = re.compile(r"<<-?[ \t]*(['\"]?)([^\s'\"();&|<>]+)\1")
 _FALLBACK_REDIRECT = re.compile(r"^(\d*|&)(>>?|<<?<?|>&|<&|>\|)")
@@ -57,7 +58,7 @@ def simple_commands(line: str) -> list[Simple]:
 
 def _grammar_dropped(words: list[str]) -> list[str]:
     i = 0
-    while i < len(words) and (words[i] in _LEADING or words[i] in _LEADING_LOOPS):
+    while i < len(words) and words[i] in _LEADING:
         i += 1
     if i < len(words) and words[i] in _HEADERS:
         return []

@@ -134,7 +134,10 @@ def _merge(base: dict[str, Any], extra: Mapping[str, Any], where: str) -> dict[s
 
 
 def _kind(value: Any) -> str:
-    return {dict: "table", list: "list", str: "string"}.get(type(value), type(value).__name__)
+    for kind, name in ((dict, "table"), (list, "list"), (str, "string")):
+        if isinstance(value, kind):
+            return name
+    return type(value).__name__
 
 
 def _check(data: Mapping[str, Any]) -> None:

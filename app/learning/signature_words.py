@@ -196,6 +196,37 @@ def _wrapped(out: Scan, words: list[str], i: int, rules: Rules) -> Scan:
     return out
 
 
+def strip_prefixes(words: list[str], rules: Rules) -> list[str] | None:
+    """The words without leading VAR=value and prefixes; None if a prefix's own form is
+    exploration (`command -v uv`)."""
+    looked_up = {p.words[0] for p in rules.exploration_commands if p.words}
+    i = 0
+    while i < len(words):
+        if ENV_ASSIGNMENT.match(words[i]):
+            i += 1
+            continue
+        name = table_name(program(words[i], rules))
+        if name not in rules.prefixes:
+            break
+        if name in looked_up and exploring(scan(words[i : i + 8], rules), rules):
+            return None
+        flags = rules.value_flags.get(name, frozenset())
+        positionals = rules.prefix_positionals.get(name, 0)
+        i += 1
+        while i < len(words):
+            word = words[i]
+            if is_flag(word):
+                i += 2 if word in flags else 1
+            elif ENV_ASSIGNMENT.match(word):
+                i += 1
+            elif positionals:
+                positionals -= 1
+                i += 1
+            else:
+                break
+    return words[i:]
+
+
 def matches(pattern: Pattern, command: Scan) -> bool:
     positional = [*command.key, *command.args]
     if len(positional) < len(pattern.words):

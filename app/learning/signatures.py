@@ -31,8 +31,9 @@ written, `--flag=value` with the value abstracted; every other word abstracted b
   <version>  dotted numbers with an optional suffix, or v and a number (`v1.4.2`,
              `2.0.0-rc.1`, `3.12`, `v2`; an IP address too)
   <n>        an integer
-  <path>     contains / \\ or *, starts with . or ~, or ends in a known file extension
-  <text>     contains whitespace, or is empty (a quoted phrase)
+  <path>     contains / or *, is . or .., starts with ~ or a dot and a name (.env,
+             .[dev]), or ends in a known file extension ([shell].path_extensions)
+  <text>     contains whitespace, is empty, or has no letter or digit (`"..."`)
   itself     a plain lowercase word of letters and hyphens (`origin`, `main`, `head`)
   <name>     anything else (identifiers, hashes, `HEAD~1`, `POST`, `lodash@4`)
 Repeated identical placeholders in a row collapse into one. A wrapper (`uv run`, `npx`,
@@ -54,13 +55,12 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from app.learning import signature_words as sw
-from app.learning.shell_words import simple_commands
+from app.learning.shell_words import MAX_LINE, simple_commands
 from app.learning.signature_rules import Rules, load_rules
 
 __all__ = ["Rules", "command_signatures", "load_rules", "signature_of", "verification"]
 
 MAX_SIGNATURE = 255
-MAX_LINE = 10_000
 MAX_PATCH = 1_000_000  # a patch is scanned for its file headers only
 MAX_FILES = 1_000
 MAX_ARGV = 1_000
@@ -179,7 +179,7 @@ def _command(
 ) -> list[str]:
     prefix: list[str] = []
     while True:
-        stripped = _strip_prefixes(words, rules)
+        stripped = sw.strip_prefixes(words, rules)
         if stripped is None:
             return []
         words = stripped
@@ -199,37 +199,6 @@ def _command(
         prefix.extend(command.words)
         words = command.rest  # each wrapper consumes at least its own word, so this ends
     return [_join(prefix)] if prefix else []
-
-
-def _strip_prefixes(words: list[str], rules: Rules) -> list[str] | None:
-    """The words without leading VAR=value and prefixes; None if a prefix's own form is
-    exploration (`command -v uv`)."""
-    looked_up = {p.words[0] for p in rules.exploration_commands if p.words}
-    i = 0
-    while i < len(words):
-        if sw.ENV_ASSIGNMENT.match(words[i]):
-            i += 1
-            continue
-        name = sw.table_name(sw.program(words[i], rules))
-        if name not in rules.prefixes:
-            break
-        if name in looked_up and sw.exploring(sw.scan(words[i : i + 8], rules), rules):
-            return None
-        flags = rules.value_flags.get(name, frozenset())
-        positionals = rules.prefix_positionals.get(name, 0)
-        i += 1
-        while i < len(words):
-            word = words[i]
-            if sw.is_flag(word):
-                i += 2 if word in flags else 1
-            elif sw.ENV_ASSIGNMENT.match(word):
-                i += 1
-            elif positionals:
-                positionals -= 1
-                i += 1
-            else:
-                break
-    return words[i:]
 
 
 def _dash_c(words: list[str]) -> str | None:

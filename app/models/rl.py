@@ -28,6 +28,8 @@ class Transition(Base):
     status: Mapped[str] = mapped_column(String(16))
     reward: Mapped[float | None] = mapped_column(Float)
     reward_id: Mapped[str | None] = mapped_column(String(64))
+    # null: the reward was posted; "inferred": from the agent's session, until one is posted.
+    reward_source: Mapped[str | None] = mapped_column(String(16))
     next_id: Mapped[str | None] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     completed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
@@ -66,6 +68,8 @@ class Reward(Base):
     components: Mapped[dict[str, float]] = mapped_column(JSON)
     spec_version: Mapped[str] = mapped_column(String(32))
     request_hash: Mapped[str] = mapped_column(String(64))
+    # null: posted by a client; "inferred": Engram's, from an agent's session.
+    source: Mapped[str | None] = mapped_column(String(16))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
     __table_args__ = (

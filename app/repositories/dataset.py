@@ -28,6 +28,7 @@ RAW_COLUMNS = (
     Transition.completed_at,
     Transition.propensity,
     Transition.reward,
+    Transition.reward_source,
     Transition.next_id,
     Transition.n_candidates,
     Transition.dataset_lists,

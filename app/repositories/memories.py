@@ -213,13 +213,16 @@ class MemoryUsageRepository:
                 .values(use_count=MEMORIES.c.use_count + 1, last_used_at=now)
             )
 
-    async def credit(self, namespace: str, ids: Sequence[str], reward: float) -> None:
+    async def credit(
+        self, namespace: str, ids: Sequence[str], reward: float, *, count: int = 1
+    ) -> None:
+        """Add a reward to the memories' sums (`count` 0: a reward replacing one counted)."""
         if ids:
             await self.session.execute(
                 update(MEMORIES)
                 .where(MEMORIES.c.namespace == namespace, MEMORIES.c.id.in_(list(ids)))
                 .values(
-                    reward_count=MEMORIES.c.reward_count + 1,
+                    reward_count=MEMORIES.c.reward_count + count,
                     reward_sum=MEMORIES.c.reward_sum + reward,
                 )
             )

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Table, insert, select, update
+from sqlalchemy import Table, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Transition
@@ -81,17 +81,35 @@ class TransitionRepository:
         return list((await self.session.execute(stmt)).scalars())
 
     async def complete(
-        self, namespace: str, ids: Sequence[str], *, reward_id: str, reward: float, now: datetime
+        self,
+        namespace: str,
+        ids: Sequence[str],
+        *,
+        reward_id: str,
+        reward: float,
+        now: datetime,
+        source: str | None = None,
+        replacing: Sequence[str] = (),
     ) -> int:
-        """Complete the pending ones among ids; returns how many this call completed."""
+        """Complete the pending ones among ids (and those that the rewards `replacing`
+        completed: an inferred reward gives way); returns how many this call completed."""
+        open_ = TRANSITIONS.c.status == "pending"
+        if replacing:
+            open_ = or_(open_, TRANSITIONS.c.reward_id.in_(list(replacing)))
         result = await self.session.execute(
             update(TRANSITIONS)
             .where(
                 TRANSITIONS.c.namespace == namespace,
                 TRANSITIONS.c.id.in_(list(ids)),
-                TRANSITIONS.c.status == "pending",
+                open_,
             )
-            .values(status="completed", reward=reward, reward_id=reward_id, completed_at=now)
+            .values(
+                status="completed",
+                reward=reward,
+                reward_id=reward_id,
+                reward_source=source,
+                completed_at=now,
+            )
         )
         return int(getattr(result, "rowcount", 0))
 

@@ -83,8 +83,8 @@ class RecallRequest(Strict):
 
     @model_validator(mode="after")
     def _context_agrees_with_scope(self) -> RecallRequest:
-        given = self.scope.get("task_type")
-        if self.task_type is not None and given is not None and given != self.task_type:
+        given = self.scope.get("task_type", self.task_type)
+        if self.task_type is not None and given != self.task_type:
             raise ValueError(f"scope.task_type is {given!r} but task_type is {self.task_type!r}")
         if self.context is not None:
             for key, value in self.context.fields().items():
@@ -250,6 +250,7 @@ class RewardRead(BaseModel):
     scalar: float = Field(description="The reward under the recall spec")
     components: dict[str, float] = Field(description="The scalar's parts by signal")
     spec_version: str = Field(description="The spec that computed it (`recall-v1`)")
+    source: str | None = Field(default=None, description="null: posted; `inferred`: Engram's")
     completed_recalls: list[str] = Field(description="Recalls whose transitions it completed")
     episodes: list[EpisodeScore] = Field(
         default_factory=list, description="The episodes this reward scored (spec episode-v1)"

@@ -1,4 +1,4 @@
-"""Agent sessions: kinds of work per project, and how an episode's outcome is known
+"""Agent sessions: kinds of work per project, and how an outcome or a reward is known
 
 Revision ID: 4c8e1f7a2d95
 Revises: 9d3f6a2b7e41
@@ -16,6 +16,12 @@ revision: str = "4c8e1f7a2d95"
 down_revision: str | None = "9d3f6a2b7e41"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
+
+TRANSITION_ORDER = (
+    "namespace", "id", "task_id", "agent_id", "task_type", "policy_id", "policy_version",
+    "propensity", "status", "reward", "reward_id", "reward_source", "next_id", "created_at",
+    "completed_at", "observation_vector", "n_candidates", "dataset_lists", "action", "state",
+)  # fmt: skip
 
 
 def upgrade() -> None:
@@ -39,9 +45,24 @@ def upgrade() -> None:
     with op.batch_alter_table("episodes") as batch:
         batch.add_column(sa.Column("outcome_source", sa.String(16), nullable=True))
         batch.add_column(sa.Column("outcome_confidence", sa.Float(), nullable=True))
+    source = sa.Column("reward_source", sa.String(16), nullable=True)
+    if op.get_bind().dialect.name == "sqlite":
+        # The large documents stay last in SQLite's rows (see the dataset lists' migration).
+        with op.batch_alter_table(
+            "rl_transitions", recreate="always", partial_reordering=[TRANSITION_ORDER]
+        ) as batch:
+            batch.add_column(source)
+    else:
+        op.add_column("rl_transitions", source)
+    with op.batch_alter_table("rewards") as batch:
+        batch.add_column(sa.Column("source", sa.String(16), nullable=True))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("rewards") as batch:
+        batch.drop_column("source")
+    with op.batch_alter_table("rl_transitions") as batch:
+        batch.drop_column("reward_source")
     with op.batch_alter_table("episodes") as batch:
         batch.drop_column("outcome_confidence")
         batch.drop_column("outcome_source")

@@ -3,7 +3,6 @@ over real HTTP to `engram serve` (the recall deadline, in-process)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import uuid
 from collections.abc import Iterator
@@ -17,8 +16,8 @@ from fastapi import FastAPI
 
 from app.core.config import Agents
 from app.schemas.hooks import ClaudeCodeHookEvent
-from app.services.agents import sessions as sessions_module
 from app.services.agents.claude_code import ClaudeCodeHooks
+from app.services.agents.deadline import late_recalls
 from app.services.agents.sessions import AgentSessions
 from tests import hook_payloads as payloads
 from tests.conftest import auth
@@ -296,7 +295,7 @@ async def test_a_recall_past_its_deadline_answers_empty_and_is_still_logged(
     event = ClaudeCodeHookEvent.model_validate(payloads.user_prompt_submit("how do deploys go"))
     answer = await hooks.handle("default", event, ceiling="high")
     assert answer.hookSpecificOutput is None
-    await asyncio.gather(*sessions_module._LATE)
+    await late_recalls()
     r = await client.get("/v1/rl/transitions")
     assert [t["task_id"] for t in r.json()["items"]] == [f"claude-code:{payloads.SESSION}"]
 

@@ -5,6 +5,7 @@ reported while the others are still imported."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -151,3 +152,22 @@ def test_no_server_or_a_refused_key_stops_the_import(server: EngramServer, tmp_p
     )
     assert refused.returncode == 1
     assert "401" in refused.stderr
+
+
+def test_a_session_over_the_body_limit_is_sent_with_its_fields_cut(tmp_path: Path) -> None:
+    entries = [{"type": "user", "sessionId": "big", "message": {"content": "Read the logs"}}]
+    for n in range(4):
+        block = {"type": "tool_use", "id": f"t{n}", "name": "Read", "input": {"n": n}}
+        entries.append({"type": "assistant", "message": {"content": [block]}})
+        result = {"type": "tool_result", "tool_use_id": f"t{n}", "content": f"{n}" * 30_000}
+        entries.append({"type": "user", "message": {"content": [result]}})
+    path = tmp_path / "big.jsonl"
+    path.write_text("".join(json.dumps(entry) + "\n" for entry in entries))
+    limits = {"ENGRAM_LIMITS__MAX_BODY_BYTES": "40000"}
+    with serving(tmp_path / "small", key=OPERATOR, **limits) as small:
+        key = _key(small)
+        result = engram_import(tmp_path, "claude-code", str(path), "--url", small.url, "--key", key)
+        assert result.returncode == 0, result.stderr
+        assert "1 session imported" in result.stdout
+        [episode] = _episodes(small, key, "claude-code:big")
+    assert episode["step_count"] == 4

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from app.cli.agents.setup import CLAUDE_EVENTS
+from app.cli.agents.plans import CLAUDE_EVENTS
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "egk_setup-test-agent-key-0123456789abcdef"

@@ -55,9 +55,24 @@ def test_case(line: str, expected: list[str], checks: str | None) -> None:
 # --- tool categories
 
 
-@pytest.mark.parametrize("tool", ["Read", "Grep", "Glob", "LS", "WebFetch", "WebSearch",
-                                  "TodoWrite", "Task", "update_plan", "read_file",
-                                  "codebase_search", "web_search", "list_dir"])
+@pytest.mark.parametrize(
+    "tool",
+    [
+        "Read",
+        "Grep",
+        "Glob",
+        "LS",
+        "WebFetch",
+        "WebSearch",
+        "TodoWrite",
+        "Task",
+        "update_plan",
+        "read_file",
+        "codebase_search",
+        "web_search",
+        "list_dir",
+    ],
+)
 def test_exploration_tools_give_nothing(tool: str) -> None:
     assert signature_of(tool, tool, {"file_path": "/home/dev/shop/app/x.py"}, cwd=CWD) == []
 
@@ -99,8 +114,9 @@ def test_edit_where(path: str, cwd: str | None, expected: str) -> None:
 def test_each_file_tool() -> None:
     nb = {"notebook_path": f"{CWD}/notebooks/eda.ipynb"}
     assert signature_of("NotebookEdit", "NotebookEdit", nb, cwd=CWD) == ["edit notebooks/*.ipynb"]
-    assert signature_of("MultiEdit", "MultiEdit", {"file_path": f"{CWD}/a/b.ts", "edits": []},
-                        cwd=CWD) == ["edit a/*.ts"]
+    assert signature_of(
+        "MultiEdit", "MultiEdit", {"file_path": f"{CWD}/a/b.ts", "edits": []}, cwd=CWD
+    ) == ["edit a/*.ts"]
     cursor = {"target_file": "web/src/App.tsx", "code_edit": "..."}
     assert signature_of("edit_file", "edit_file", cursor, cwd=CWD) == ["edit web/src/*.tsx"]
     assert signature_of("FileEdit", "FileEdit", {"file_path": "README.md"}) == ["edit README.md"]
@@ -221,7 +237,8 @@ def test_odd_input_never_raises(tool: str, value: Any) -> None:
 def test_a_line_is_cut_before_parsing() -> None:
     assert command_signatures("ls " + "x" * (MAX_LINE + 10) + " && pytest") == []
     long = command_signatures("pytest " + "-" * 600)
-    assert long and len(long[0]) < 256
+    assert long
+    assert len(long[0]) < 256
 
 
 # --- rules
@@ -241,7 +258,7 @@ def test_an_extra_file_extends_the_rules(tmp_path: Path) -> None:
         '[tools]\nshell = ["Terminal"]\nexploration = ["mcp__docs__*"]\n'
         '[exploration]\nprograms = ["kubectx"]\n'
         '[wrappers]\nplain = ["with-env"]\n'
-        '[literal_words]\ngh = 3\nmytool = 1\n'
+        "[literal_words]\ngh = 3\nmytool = 1\n"
         '[verification]\ntest = ["./run-checks"]\n',
         encoding="utf-8",
     )
@@ -272,9 +289,12 @@ def test_an_extra_file_extends_the_rules(tmp_path: Path) -> None:
         ('[nonsense]\nx = ["y"]\n', "unknown section [nonsense]"),
         ('[shell]\nprefixes = "sudo"\n', "shell.prefixes: a string where the rules have a list"),
         ("[shell]\nunknown = []\n", "unknown key 'unknown'"),
-        ('[literal_words]\ngit = "two"\n', 'literal_words.git must be a whole number >= 0 or "all"'),
+        (
+            '[literal_words]\ngit = "two"\n',
+            'literal_words.git must be a whole number >= 0 or "all"',
+        ),
         ("[literal_words]\ngit = -1\n", "literal_words.git must be"),
-        ("[verification]\nspeed = [\"bench\"]\n", "unknown key 'speed'"),
+        ('[verification]\nspeed = ["bench"]\n', "unknown key 'speed'"),
         ("[tools]\nshell = [1]\n", "tools.shell must be a list of non-empty strings"),
         ("tools = 3\n", "tools: a int where the rules have a table"),
     ],
@@ -317,10 +337,22 @@ def test_verification(signature: str, expected: str | None) -> None:
 
 # --- properties
 
-LINES = st.text(
-    alphabet=st.sampled_from(list("ab/._-=:'\"$(){}<>|&;#\\*~ \n\t019") + ["uv run ", "git "]),
-    max_size=200,
-)
+# Shell-shaped noise: quotes, operators, heredocs and wrappers in random order.
+FRAGMENTS = [
+    *"ab/._-=:'\"$(){}<>|&;#\\*~ \n\t019",
+    "uv run ",
+    "git ",
+    "<<EOF",
+    "EOF",
+    "2>&1",
+    "$(",
+    "bash -c ",
+    "apply_patch ",
+    "*** Add File: ",
+    "sudo ",
+    "--x=",
+]
+LINES = st.lists(st.sampled_from(FRAGMENTS), max_size=80).map("".join)
 
 
 @PROFILE

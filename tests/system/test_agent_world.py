@@ -1,7 +1,9 @@
-"""The agent world (bench/agentworld.py): real-looking Claude Code sessions sent as hook events
-to a real `engram serve`. The default run checks the world itself (it repeats from its
-seed; its agent follows what a context names, and only that) and that a small run of one
-mode completes with well-formed figures; under `slow`, both modes at full size.
+"""The agent world (bench/agentworld.py): Claude Code sessions as hook events to `engram serve`.
+
+Real-looking sessions are sent to a real server. The default run checks the world itself
+(it repeats from its seed; its agent follows what a context names, and only that) and that
+a small run of one mode completes with well-formed figures; under `slow`, both modes at
+full size.
 
 The learning targets (procedures handed back in order, no command of another project,
 outcomes that agree with the truth) are not asserted here yet: they are the server's to

@@ -7,7 +7,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -43,15 +42,13 @@ class Fatal(Exception):
     """A failure every further session would meet too (no server, a refused key)."""
 
 
-@dataclass
 class Tally:
-    files: int = 0
-    empty: int = 0
-    imported: int = 0
-    already: int = 0
-    episodes: int = 0
-    steps: int = 0
-    failures: list[str] = field(default_factory=list)
+    """What an import did, for its summary."""
+
+    def __init__(self) -> None:
+        self.files = self.empty = self.imported = self.already = 0
+        self.episodes = self.steps = 0
+        self.failures: list[str] = []
 
 
 def _files(paths: list[Path], find: Callable[[Path], list[Path]], tally: Tally) -> list[Path]:

@@ -11,11 +11,10 @@ episode."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from typing import Any
 
 from app.core.config import Agents as AgentSettings
+from app.core.config import Learning
 from app.core.errors import Conflict, NotFound
 from app.db.engine import Transactions
 from app.learning.outcomes import Inferred, from_reply, revised
@@ -26,6 +25,7 @@ from app.schemas.episode import EpisodeComplete, TaskContext
 from app.schemas.filters import EpisodeFilters
 from app.schemas.recall import RecallRequest, RecallResponse
 from app.services.access.idempotency import keyed_id
+from app.services.agents.deadline import within
 from app.services.agents.kinds import TaskKinds
 from app.services.agents.turns import (
     FIELD_CHARS,
@@ -41,18 +41,11 @@ from app.services.agents.turns import (
 )
 from app.services.episodes.service import EpisodeService
 from app.services.recall.requests import RecallRequests
+from app.services.rewards.service import RewardService
 
 log = logging.getLogger("engram.agents")
 
 TOKEN_BUDGET = 1500
-# Recalls past their deadline, held until they end (an unreferenced task may be collected).
-_LATE: set[asyncio.Task[Any]] = set()
-
-
-def _late_done(task: asyncio.Task[Any]) -> None:
-    _LATE.discard(task)
-    if not task.cancelled() and task.exception() is not None:
-        log.warning("a late hook recall failed", extra={"error": repr(task.exception())})
 
 
 def episode_seed(agent: Agent) -> str:
@@ -71,12 +64,14 @@ class AgentSessions:
         recalls: RecallRequests,
         settings: AgentSettings,
         rules: Rules | None,
+        learning: Learning | None = None,
     ) -> None:
         self.transactions = transactions
         self.episodes = episodes
         self.recalls = recalls
         self.settings = settings
         self.rules = rules
+        self.learning = learning
         self.kinds = TaskKinds(transactions, threshold=settings.kind_similarity)
 
     async def handle(
@@ -167,7 +162,8 @@ class AgentSessions:
         try:
             await self.episodes.complete_inferred(namespace, newest.id, after)
         except (Conflict, NotFound):
-            pass  # reported meanwhile, or deleted: the inference has nothing to add
+            return  # reported meanwhile, or deleted: the inference has nothing to add
+        await self._reward(namespace, newest.task_id, after)
 
     async def _recall(
         self,
@@ -189,20 +185,10 @@ class AgentSessions:
             context=TaskContext(features={"project": project}),
             token_budget=TOKEN_BUDGET,
         )
-        call = asyncio.ensure_future(
-            self.recalls.recall(namespace, request, ceiling=ceiling, idempotency_key=None)
+        return await within(
+            self.recalls.recall(namespace, request, ceiling=ceiling, idempotency_key=None),
+            deadline_s=self.settings.recall_deadline_s,
         )
-        done, _ = await asyncio.wait({call}, timeout=self.settings.recall_deadline_s)
-        if not done:
-            log.warning(
-                "hook recall past its deadline",
-                extra={"deadline_s": self.settings.recall_deadline_s},
-            )
-            _LATE.add(call)
-            call.add_done_callback(_late_done)
-            return None
-        response, _ = call.result()
-        return response
 
     async def _newest(self, namespace: str, agent: Agent, session_id: str) -> Newest | None:
         async with self.transactions.read() as session:
@@ -281,5 +267,19 @@ class AgentSessions:
             else:
                 inferred = infer(newest.steps, rules=self.rules, interrupted=event.interrupted)
                 await self.episodes.complete_inferred(namespace, newest.id, inferred)
+                await self._reward(namespace, newest.task_id, inferred)
         except (Conflict, NotFound):
             pass  # completed or deleted meanwhile: the later event has nothing to add
+
+    async def _reward(self, namespace: str, task_id: str, inferred: Inferred) -> None:
+        """The session's recalls completed with the inferred outcome, marked inferred in the
+        dataset, until a reward is posted for the task."""
+        if not inferred.labelled:
+            return
+        async with self.transactions.write() as session:
+            await RewardService(session, learning=self.learning).infer(
+                namespace,
+                task_id,
+                success=inferred.outcome == "success",
+                confidence=inferred.confidence,
+            )

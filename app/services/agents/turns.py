@@ -136,6 +136,7 @@ def turn_episode(
 @dataclass(frozen=True, slots=True)
 class Newest:
     id: str
+    task_id: str
     status: str
     task_type: str | None
     outcome_source: str | None
@@ -148,6 +149,7 @@ class Newest:
 def newest_of(row: Episode) -> Newest:
     return Newest(
         id=row.id,
+        task_id=row.task_id,
         status=row.status,
         task_type=row.task_type,
         outcome_source=row.outcome_source,

@@ -102,6 +102,13 @@ TRANSITIONS = Table(
         ),
         Column("rewards", "float64", Attr("reward"), "scalar reward (see reward_spec)"),
         Column(
+            "reward_source",
+            "string",
+            Attr("reward_source"),
+            "null: a reward a client posted; `inferred`: Engram's, from how an agent's session "
+            "went (scaled by its confidence; filter on this to train on posted rewards only)",
+        ),
+        Column(
             "terminations",
             "bool",
             Attr("next_id", _is_none),

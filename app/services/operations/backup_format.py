@@ -10,6 +10,7 @@ of a SQLite deployment restores into PostgreSQL and back.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import struct
@@ -141,13 +142,18 @@ class _Sink(io.RawIOBase):
 def members(file: IO[bytes]) -> Iterator[tuple[str, bytes]]:
     """(name, content) of each member in order; ArchiveError when unreadable or cut short."""
     try:
-        with tarfile.open(fileobj=file, mode="r|gz") as tar:
-            for info in tar:
-                if not info.isfile():
-                    raise ArchiveError(f"unexpected member {info.name!r}")
-                extracted = tar.extractfile(info)
-                assert extracted is not None
-                yield info.name, extracted.read()
+        # gzip's reader, not tarfile's: it checks the stream's end and checksum, which the
+        # drain below reaches, so an archive cut inside its tar padding is refused too.
+        with gzip.GzipFile(fileobj=file, mode="rb") as unzipped:
+            with tarfile.open(fileobj=unzipped, mode="r|") as tar:
+                for info in tar:
+                    if not info.isfile():
+                        raise ArchiveError(f"unexpected member {info.name!r}")
+                    extracted = tar.extractfile(info)
+                    assert extracted is not None
+                    yield info.name, extracted.read()
+            while unzipped.read(1 << 16):
+                pass
     except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
         raise ArchiveError(f"the archive is truncated or corrupt ({exc})") from exc
 

@@ -211,6 +211,7 @@ class RecallService:
             "status": "pending",
             "reward": None,
             "reward_id": None,
+            "reward_source": None,
             "next_id": None,
             "created_at": now,
             "completed_at": None,

@@ -19,7 +19,7 @@ from app.models import Reward, Transition
 from app.repositories.memories import MemoryUsageRepository
 from app.repositories.rewards import RewardRepository
 from app.repositories.transitions import TransitionRepository
-from app.schemas.recall import EpisodeScore, RewardCreate, RewardPage, RewardRead
+from app.schemas.recall import EpisodeScore, RewardCreate, RewardPage, RewardRead, Signals
 from app.services import pagination
 from app.services.operations.jobs import POLICY_CHECK, enqueue
 from app.services.rewards.episodes import score, score_episodes, target_episodes
@@ -47,6 +47,7 @@ def _read(
         scalar=reward.scalar,
         components=reward.components,
         spec_version=reward.spec_version,
+        source=reward.source,
         completed_recalls=completed,
         episodes=episodes or [],
         created_at=reward.created_at,
@@ -128,6 +129,25 @@ class RewardService:
             return read.model_copy(update={"episodes": scores}), created or recall_created
         return _read(rewards[0], [], scores), created
 
+    async def infer(
+        self, namespace: str, task_id: str, *, success: bool, confidence: float
+    ) -> list[str]:
+        """Complete a task's recalls with the outcome inferred from its agent's session
+        (its reward scaled by the confidence, marked inferred), until a reward is posted;
+        the recalls completed."""
+        data = RewardCreate(task_id=task_id, signals=Signals(task_success=success))
+        signals = data.signals.model_dump(exclude_none=True) if data.signals else {}
+        done = await self._reward_recalls(
+            namespace,
+            data,
+            _fingerprint(data),
+            signals,
+            optional=True,
+            source="inferred",
+            confidence=confidence,
+        )
+        return done[0].completed_recalls if done is not None else []
+
     async def _reward_recalls(
         self,
         namespace: str,
@@ -136,17 +156,28 @@ class RewardService:
         signals: dict[str, Any],
         *,
         optional: bool,
+        source: str | None = None,
+        confidence: float = 1.0,
     ) -> tuple[RewardRead, bool] | None:
         targets = await self._targets(namespace, data, optional=optional)
         if not targets:
             return None
         done = [t for t in targets if t.status == "completed"]
         pending = [t for t in targets if t.status == "pending"]
-        if done:
-            replay = await self._replay_or_conflict(namespace, done, fingerprint)
-            if not pending:
+        # A reward inferred from an agent's session gives way to a posted one, or to a
+        # later inference (the user's next words).
+        given = await self.rewards.get_many(namespace, [t.reward_id for t in done if t.reward_id])
+        inferred = [t for t in done if getattr(given.get(t.reward_id or ""), "source", None)]
+        posted = [t for t in done if t not in inferred]
+        if posted and source is None:
+            replay = await self._replay_or_conflict(namespace, posted, fingerprint)
+            if not pending and not inferred:
                 return replay, False
+        if not pending and not inferred:
+            return None
         scalar, components = recall_reward(value=data.value, signals=signals)
+        if source is not None:
+            scalar *= confidence
         now = datetime.now(UTC)
         reward_id = uuid7()
         row: dict[str, Any] = {
@@ -161,14 +192,21 @@ class RewardService:
             "components": components,
             "spec_version": RECALL_SPEC_VERSION,
             "request_hash": fingerprint,
+            "source": source,
             "created_at": now,
         }
-        ids = [t.id for t in pending]
+        ids = [t.id for t in [*pending, *inferred]]
         try:
             async with self.session.begin_nested():
                 await self.rewards.insert(row)
                 completed = await self.transitions.complete(
-                    namespace, ids, reward_id=reward_id, reward=scalar, now=now
+                    namespace,
+                    ids,
+                    reward_id=reward_id,
+                    reward=scalar,
+                    now=now,
+                    source=source,
+                    replacing=[t.reward_id for t in inferred if t.reward_id],
                 )
                 if completed != len(ids):
                     raise _LostRace
@@ -177,10 +215,18 @@ class RewardService:
             # savepoint, and the answer is the one a second, later request gets.
             fresh = await self._reload(namespace, ids)
             return await self._replay_or_conflict(namespace, fresh, fingerprint), False
-        await self.usage.lock(namespace, (m for t in pending for m in t.action["selected"]))
+        await self.usage.lock(
+            namespace, (m for t in [*pending, *inferred] for m in t.action["selected"])
+        )
         for transition in pending:
             await self.usage.credit(namespace, transition.action["selected"], scalar)
-        if self.learning is not None and any(t.policy_id != POLICY_ID for t in pending):
+        for transition in inferred:
+            # Counted once already: only the difference to the reward it replaces.
+            delta = scalar - (transition.reward or 0.0)
+            await self.usage.credit(namespace, transition.action["selected"], delta, count=0)
+        if self.learning is not None and any(
+            t.policy_id != POLICY_ID for t in [*pending, *inferred]
+        ):
             # A learned policy decided: its canary's rewards may now warrant a verdict.
             await enqueue(
                 self.session,

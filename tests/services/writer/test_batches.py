@@ -36,6 +36,7 @@ def _transition(transition_id: str, task_id: str | None, **changes: Any) -> dict
         "status": "pending",
         "reward": None,
         "reward_id": None,
+        "reward_source": None,
         "next_id": None,
         "created_at": NOW,
         "completed_at": None,
