@@ -136,6 +136,9 @@ class Learning(BaseModel):
     # skill_min_lcb and beats the task type's base rate (following it does better than
     # acting without it); the skill is handed out (active) from activate_lcb on.
     skill_min_support: int = Field(default=10, ge=1)
+    # The same for a kind of work of coding agents' sessions: a person runs a few a week,
+    # each a whole task with its outcome, where a simulated or scripted agent runs hundreds.
+    agent_skill_min_support: int = Field(default=3, ge=1)
     skill_min_lcb: float = Field(default=0.2, ge=0, le=1)
     activate_lcb: float = Field(default=0.2, ge=0, le=1)
     step_share: float = Field(default=0.8, gt=0, le=1)

@@ -31,6 +31,9 @@ _REQUEST_WORDS = frozenset(
     like go going gonna get got make sure help hey hi ok okay now today quick quickly
     just also again another new some thing things stuff one bit real actually maybe
     should must time right first next then via using use""".split()
+    # Greetings and replies to the turn before: they say how it went, not what to do.
+    + """morning evening hello hey thanks thank thx cheers great good perfect awesome nice
+    cool yes yep yeah sure continue ahead still keep going looks look lgtm done""".split()
 )
 
 # Concepts of software work: each line is a concept and the words that name it.

@@ -56,8 +56,10 @@ def classify(word: str, rules: Rules, *, assignment: bool = True) -> str:
     if _URL.match(word):
         return "<url>"
     if assignment and (m := _ASSIGN.fullmatch(word)):
+        # A variable's value is a value, plain word or not (`SERVICE=billing`).
         value = m[2]
-        return f"{m[1]}={classify(value, rules, assignment=False) if value else ''}"
+        inner = classify(value, rules, assignment=False) if value else ""
+        return f"{m[1]}={'<name>' if value and inner == value else inner}"
     if any(c.isspace() for c in word):
         return "<text>"
     if _PIN.match(word):
@@ -65,7 +67,8 @@ def classify(word: str, rules: Rules, *, assignment: bool = True) -> str:
     if _VERSION.fullmatch(word) and not _has_extension(word, rules):
         return "<version>"
     if _NUMBER.fullmatch(word):
-        return "<n>"
+        # Seven digits and more: an id or a short commit hash that has no letter in it.
+        return "<n>" if len(word) < 7 else "<name>"
     if is_path(word, rules):
         return "<path>"
     if not any(c.isalnum() for c in word):

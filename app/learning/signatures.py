@@ -4,10 +4,13 @@ The same procedure done twice with different arguments gives the same signatures
 pattern mining and skill learning count. The rules are data (signature_rules.toml,
 extensible with an operator's file: signature_rules.py).
 
-signature_of(tool, action, input) gives None for a tool the rules do not know (never a
-guess; `tool` decides, `action` is not read), [] for exploration (reading, searching,
-listing, web lookups, planning) and otherwise one signature per meaningful simple
-command or file touched, in order. A shell tool without a command gives [].
+signature_of(tool, action, input) gives None for a step that is not an agent's tool call:
+a tool the rules do not know (never a guess), an action named other than its tool (the
+agents' doors name a call's action after its tool; a client naming its own actions keeps
+them), or a call without the input the agents send (a shell tool without a command, an
+edit without a file, a patch naming none). Otherwise [] for exploration (reading,
+searching, listing, web lookups, planning), else one signature per meaningful simple
+command or file touched, in order.
 
 Files: `edit <where>` (edit tools, `*** Update File:`), `write <where>` (Write,
 `*** Add File:`, `*** Move to:`), `delete <where>` (delete tools, `*** Delete File:`).
@@ -15,8 +18,7 @@ Files: `edit <where>` (edit tools, `*** Update File:`), `write <where>` (Write,
 relative to cwd, or to a Codex `workdir`); a path outside cwd, or absolute without a cwd,
 keeps its last two directory names. A file with no directory keeps its name; in a
 directory it is `<dir>/*.<ext>`, or `<dir>/<name>` without an extension (`docker/Dockerfile`,
-a dotfile). A patch gives one signature per distinct result, in order; a patch naming no
-file, or an edit tool without a path, gives the bare verb (`edit`).
+a dotfile). A patch gives one signature per distinct result, in order.
 
 Shell lines (split by shell_words.py, cut at 10,000 characters): leading VAR=value and the
 prefixes (sudo, env, time, timeout 60, ...) are dropped with their flags; `cd`, `export`,
@@ -87,19 +89,26 @@ def signature_of(
     rules = rules or load_rules()
     if not isinstance(tool, str) or not tool:
         return None
+    if action and action != tool:
+        # The agents' doors name a call's action after its tool; a client that names its
+        # own actions (`shell` running `step_0`) is learned by its names.
+        return None
     cwd = cwd if isinstance(cwd, str) and cwd else None
     category = _category(tool, rules)
     if category is None:
         return _mcp(tool)
     if category == "exploration":
         return []
+    # A call without the input the agents send (a shell tool without a command, an edit
+    # without a file) is some other client's step named like an agent's tool (`shell`,
+    # `cat`): it keeps its `tool.action` key.
     if category == "shell":
         return _shell(input, rules, cwd)
     if category == "patch":
-        return _patch(_patch_text(input), cwd, None)
+        return _patch(_patch_text(input), cwd, None) or None
     verb = category if category in ("write", "delete") else "edit"
     path = _file_path(input)
-    return [_cut(f"{verb} {_where(path, cwd, None)}")] if path else [verb]
+    return [_cut(f"{verb} {_where(path, cwd, None)}")] if path else None
 
 
 def command_signatures(command: str, *, rules: Rules | None = None) -> list[str]:
@@ -142,7 +151,7 @@ def _mcp(tool: str) -> list[str] | None:
     return [_cut(f"mcp {server}.{name}")] if server and name else None
 
 
-def _shell(input: Any, rules: Rules, cwd: str | None) -> list[str]:
+def _shell(input: Any, rules: Rules, cwd: str | None) -> list[str] | None:
     command, workdir = input, None
     if isinstance(input, Mapping):
         workdir = next((w for k in _WORKDIR_KEYS if isinstance(w := input.get(k), str)), None)
@@ -152,7 +161,7 @@ def _shell(input: Any, rules: Rules, cwd: str | None) -> list[str]:
     if isinstance(command, list | tuple):
         words = [_text(w) for w in command[:MAX_ARGV] if isinstance(w, str | int | float)]
         return _command(words, rules, 0, None, cwd, workdir)
-    return []
+    return None
 
 
 def _text(word: str | int | float) -> str:
@@ -247,7 +256,7 @@ def _patch(text: str, cwd: str | None, workdir: str | None) -> list[str]:
             out.append(signature)
             if len(out) >= MAX_FILES:
                 break
-    return out or ["edit"]
+    return out
 
 
 def _file_path(input: Any) -> str | None:

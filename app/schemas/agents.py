@@ -59,10 +59,28 @@ class AgentEvent(BaseModel):
     transcript_path: Path | None = Field(default=None, description="Where the session is kept")
 
 
+_IMPORT_EXAMPLE: dict[str, Any] = {
+    "agent": "claude-code",
+    "session_id": "7f3c9a2e-5b1d-4c8e-9f0a-1e2d3c4b5a69",
+    "events": [
+        {"kind": "start", "cwd": "/home/dev/shop"},
+        {"kind": "prompt", "cwd": "/home/dev/shop", "prompt": "cut release 1.4.2"},
+        {
+            "kind": "tool",
+            "cwd": "/home/dev/shop",
+            "tool": "Bash",
+            "input": {"command": "uv run pytest -q"},
+            "output": {"stdout": "12 passed", "stderr": "", "interrupted": False},
+        },
+        {"kind": "stop", "cwd": "/home/dev/shop"},
+    ],
+}
+
+
 class SessionImport(BaseModel):
     """A past session, read from the agent's transcript, taken in as its events."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [_IMPORT_EXAMPLE]})
 
     agent: Agent = Field(description="The agent that ran the session")
     session_id: SessionId = Field(description="The agent's id of the session")
@@ -73,6 +91,19 @@ class SessionImport(BaseModel):
 
 class SessionImported(BaseModel):
     """What an import added: nothing when the session was imported before."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "session_id": "7f3c9a2e-5b1d-4c8e-9f0a-1e2d3c4b5a69",
+                    "imported": True,
+                    "episodes": 1,
+                    "steps": 1,
+                }
+            ]
+        }
+    )
 
     session_id: str = Field(description="The session imported")
     imported: bool = Field(description="False when the session was already there")

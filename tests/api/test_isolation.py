@@ -370,6 +370,46 @@ async def test_no_cross_namespace_reads(app: FastAPI, client: httpx.AsyncClient)
                 ),
             ),
         ),
+        (
+            # Cursor's and Codex's events and an import naming B's session: A's own.
+            "POST /v1/hooks/cursor",
+            lambda: (
+                "POST",
+                "/v1/hooks/cursor",
+                {
+                    "conversation_id": _session(MARK_B),
+                    "hook_event_name": "beforeSubmitPrompt",
+                    "prompt": "the aardvark service port",
+                    "workspace_roots": ["/home/dev/aardvark"],
+                },
+            ),
+        ),
+        (
+            "POST /v1/hooks/codex",
+            lambda: (
+                "POST",
+                "/v1/hooks/codex",
+                {
+                    "type": "agent-turn-complete",
+                    "thread-id": _session(MARK_B),
+                    "turn-id": "1",
+                    "input-messages": ["the aardvark service port"],
+                    "last-assistant-message": "done",
+                },
+            ),
+        ),
+        (
+            "POST /v1/agents/sessions",
+            lambda: (
+                "POST",
+                "/v1/agents/sessions",
+                {
+                    "agent": "claude-code",
+                    "session_id": _session(MARK_B),
+                    "events": [{"kind": "prompt", "prompt": "the aardvark port"}],
+                },
+            ),
+        ),
         ("GET /health", lambda: ("GET", "/health", None)),
         ("HEAD /health", lambda: ("HEAD", "/health", None)),
         ("GET /ready", lambda: ("GET", "/ready", None)),

@@ -125,8 +125,9 @@ def test_each_file_tool() -> None:
     assert signature_of("delete_file", "delete_file", {"target_file": "tmp/x.log"}) == [
         "delete tmp/*.log"
     ]
-    assert signature_of("Edit", "Edit", {}) == ["edit"]
-    assert signature_of("Write", "Write", "not a dict") == ["write"]
+    # Without the file an agent names, it is some other client's step: its own key stays.
+    assert signature_of("Edit", "Edit", {}) is None
+    assert signature_of("Write", "Write", "not a dict") is None
 
 
 PATCH = """*** Begin Patch
@@ -161,7 +162,7 @@ def test_apply_patch_gives_one_signature_per_distinct_file_result() -> None:
         PATCH_SIGNATURES
     )
     assert signature_of("apply_patch", "apply_patch", PATCH) == PATCH_SIGNATURES
-    assert signature_of("apply_patch", "apply_patch", {"input": "nonsense"}) == ["edit"]
+    assert signature_of("apply_patch", "apply_patch", {"input": "nonsense"}) is None
 
 
 def test_codex_shell_forms() -> None:
@@ -176,7 +177,7 @@ def test_codex_shell_forms() -> None:
     heredoc = {"command": ["bash", "-lc", f"apply_patch <<'EOF'\n{PATCH}EOF\n"], "workdir": CWD}
     assert signature_of("shell", "shell", heredoc, cwd=CWD) == PATCH_SIGNATURES
     assert signature_of("exec_command", "exec_command", {"cmd": "cargo test"}) == ["cargo test"]
-    assert signature_of("local_shell", "x", {"command": ["make", "lint"]}) == ["make lint"]
+    assert signature_of("local_shell", "local_shell", {"command": ["make", "lint"]}) == ["make lint"]
     cursor = {"command": "npm run build", "is_background": False}
     assert signature_of("run_terminal_cmd", "run_terminal_cmd", cursor) == ["npm run build"]
     assert signature_of("Shell", "Shell", {"command": "rg foo"}) == []
@@ -230,8 +231,14 @@ ODD_INPUTS: list[Any] = [
 @pytest.mark.parametrize("value", ODD_INPUTS, ids=range(len(ODD_INPUTS)))
 def test_odd_input_never_raises(tool: str, value: Any) -> None:
     found = signature_of(tool, tool, value, cwd=CWD)
-    assert isinstance(found, list)
-    assert all(isinstance(s, str) and len(s) < 256 for s in found)
+    assert found is None or all(isinstance(s, str) and len(s) < 256 for s in found)
+
+
+def test_a_step_named_like_an_agents_tool_keeps_its_key() -> None:
+    # A simulated world's `shell.cat` is not Codex's shell tool: no command, no signature.
+    assert signature_of("shell", "cat", None) is None
+    assert signature_of("shell", "cat", {"path": "x"}) is None
+    assert signature_of("Write", "save", "text") is None
 
 
 def test_a_line_is_cut_before_parsing() -> None:
@@ -273,9 +280,9 @@ def test_an_extra_file_extends_the_rules(tmp_path: Path) -> None:
     assert command_signatures("gh pr create Draft1", rules=rules) == ["gh pr create Draft1"]
     assert command_signatures("mytool Sync") == ["mytool <name>"]
     assert command_signatures("mytool Sync", rules=rules) == ["mytool Sync"]
-    assert signature_of("Terminal", "x", {"command": "pytest"}) is None
-    assert signature_of("Terminal", "x", {"command": "pytest"}, rules=rules) == ["pytest"]
-    assert signature_of("mcp__docs__search", "x", {}, rules=rules) == []
+    assert signature_of("Terminal", "Terminal", {"command": "pytest"}) is None
+    assert signature_of("Terminal", "Terminal", {"command": "pytest"}, rules=rules) == ["pytest"]
+    assert signature_of("mcp__docs__search", "mcp__docs__search", {}, rules=rules) == []
     assert verification("./run-checks -q", rules=rules) == "test"
     # The defaults are still there, and unchanged for everyone else.
     assert "ls" in rules.exploration_programs
@@ -370,3 +377,9 @@ def test_random_lines_never_raise(line: str) -> None:
         assert verification(signature) in (None, "test", "build", "lint", "typecheck", "deploy")
     tooled = signature_of("Bash", "Bash", {"command": line}, cwd=CWD)
     assert tooled == found
+
+
+def test_a_client_naming_its_own_actions_keeps_them() -> None:
+    assert signature_of("shell", "step_0", {"cmd": "grep -r config src/"}) is None
+    assert signature_of("Bash", "run_tests", {"command": "pytest"}) is None
+    assert signature_of("Bash", "Bash", {"command": "pytest"}) == ["pytest"]

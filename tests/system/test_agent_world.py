@@ -50,6 +50,12 @@ def test_the_agent_follows_the_commands_a_context_names_in_its_order() -> None:
     assert (plan, followed) == (list(range(len(RELEASE.steps))), len(RELEASE.steps))
     assert in_order(signatures, mentions(told, signatures)) == len(signatures)
 
+    numbered = "Skill release in project shop, in order:\n" + "\n".join(
+        f"  {n}. {s} (if it fails: {s}, then run it again)" for n, s in enumerate(signatures, 1)
+    )
+    assert memory_plan(task, numbered, rng)[0] == list(range(len(RELEASE.steps)))
+    assert in_order(signatures, mentions(numbered, signatures)) == len(signatures)
+
     backwards = "\n".join(f"- `{s}`" for s in reversed(signatures))
     plan, followed = memory_plan(task, backwards, rng)
     assert plan == list(reversed(range(len(RELEASE.steps))))

@@ -36,9 +36,28 @@ async def claude_code_hook(
     return await hooks.handle(principal.namespace, event, ceiling=principal.max_sensitivity)
 
 
+_CURSOR_EXAMPLE = {
+    "conversation_id": "668320d2-2fd8-4888-b33c-2a466fec86e7",
+    "generation_id": "490b90b7-a2ce-4c2c-bb76-cb77b125df2f",
+    "hook_event_name": "afterShellExecution",
+    "workspace_roots": ["/home/dev/webapp"],
+    "command": "npm test",
+    "output": "Tests: 12 passed, 12 total",
+}
+_CODEX_EXAMPLE = {
+    "type": "agent-turn-complete",
+    "thread-id": "b5f6c1c2-1111-2222-3333-444455556666",
+    "turn-id": "12345",
+    "input-messages": ["Rename `foo` to `bar` and update the callsites."],
+    "last-assistant-message": "Rename complete and verified `cargo build` succeeds.",
+}
+
+
 @router.post("/cursor", responses=error_responses(401, 403, 413, 422, 503))
 async def cursor_hook(
-    principal: AgentDep, state: StateDep, payload: Annotated[dict[str, Any], Body()]
+    principal: AgentDep,
+    state: StateDep,
+    payload: Annotated[dict[str, Any], Body(examples=[_CURSOR_EXAMPLE])],
 ) -> dict[str, Any]:
     """One Cursor hook event (as Cursor sends it on a hook's stdin): a prompt recalls and
     opens the turn's episode, shell commands, file edits and MCP calls are its steps, `stop`
@@ -59,7 +78,9 @@ async def cursor_hook(
 
 @router.post("/codex", responses=error_responses(401, 403, 413, 422, 503))
 async def codex_hook(
-    principal: AgentDep, state: StateDep, payload: Annotated[dict[str, Any], Body()]
+    principal: AgentDep,
+    state: StateDep,
+    payload: Annotated[dict[str, Any], Body(examples=[_CODEX_EXAMPLE])],
 ) -> dict[str, Any]:
     """A Codex `notify` payload (`agent-turn-complete`): the turn, with its prompt, becomes
     an episode of the session (Codex's notifications carry no tool calls: `engram import

@@ -30,11 +30,14 @@ class TaskKinds:
         self.transactions = transactions
         self.threshold = threshold
 
-    async def kind_for(self, namespace: str, project: str, prompt: str) -> str:
-        """The task type of the prompt's kind, counting the prompt into it."""
+    async def kind_for(
+        self, namespace: str, project: str, prompt: str, *, previous: str | None = None
+    ) -> str:
+        """The task type of the prompt's kind, counting the prompt into it. A prompt with
+        no terms of its own ("continue", "thanks!") goes on with the `previous` turn's."""
         terms = prompt_terms(prompt)
         if not terms:
-            return task_type_of(project, GENERAL)
+            return previous or task_type_of(project, GENERAL)
         # Two prompts racing to found the same kind: the second finds the first's.
         for attempt in range(2):
             try:

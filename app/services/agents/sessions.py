@@ -125,8 +125,11 @@ class AgentSessions:
         elif newest is not None and prompt:
             await self._judge_by_reply(namespace, newest, prompt)
         project = project_of(event.cwd)
+        previous = newest.task_type if newest is not None else None
         kind = task_type or (
-            await self.kinds.kind_for(namespace, project, prompt) if prompt else None
+            await self.kinds.kind_for(namespace, project, prompt, previous=previous)
+            if prompt
+            else previous
         )
         recalled = None
         if prompt and recall:

@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.config import Learning
 from app.core.ids import uuid7
+from app.db.backends import backend_of
 from app.learning.episode_reward import Baseline, EpisodeFacts, aggregate, episode_reward, median
 from app.learning.mining import context_features, episode_patterns, pattern_id, wilson_lcb
 from app.learning.reflection import reflect
@@ -118,6 +119,9 @@ class LearningService:
 
     async def learn(self, namespace: str, episode_ids: Sequence[str]) -> dict[str, Any]:
         """Take in completed episodes not learned yet (learning one twice changes nothing)."""
+        # One learner at a time per namespace (a job and a pass may take the same episode):
+        # what is learned is read after the lock, so the second sees the first's.
+        await backend_of(self.session).transaction_lock(self.session, f"learn:{namespace}")
         rows = await self.episodes.completed(namespace, episode_ids)
         done = await self.episodes.learned(namespace, [r.id for r in rows])
         rows = [r for r in rows if r.id not in done]

@@ -30,6 +30,7 @@ from app.repositories.episode_learning import EpisodeLearningRepository
 from app.repositories.patterns import PatternRepository
 from app.services.learning.context_skills import ContextSkills, context_of, window_of
 from app.services.learning.derived_patterns import save_procedure_pattern, update_failure_patterns
+from app.services.learning.lessons import AGENTS
 from app.services.learning.skill_records import actions
 
 RECOVERY_SUPPORT = 2
@@ -42,6 +43,7 @@ class EvolutionService(ContextSkills):
         super().__init__(session, settings=settings)
         self.episodes = EpisodeLearningRepository(session)
         self.patterns = PatternRepository(session)
+        self._from_agents = False
 
     async def evolve(self, namespace: str, task_types: list[str]) -> list[dict[str, Any]]:
         """One evolution pass over these task types; returns the changes made."""
@@ -70,6 +72,7 @@ class EvolutionService(ContextSkills):
             namespace, task_type or None, since=since, limit=self.settings.window
         )
         learned = await self.episodes.learned(namespace, [r.id for r in rows])
+        self._from_agents = 2 * sum(r.agent_id in AGENTS for r in rows) > len(rows)
         views = []
         for row in rows:
             record = learned.get(row.id)
@@ -93,6 +96,13 @@ class EvolutionService(ContextSkills):
         return views
 
     async def _evolve_type(self, namespace: str, task_type: str, now: datetime) -> None:
+        general = self.settings
+        try:
+            await self._evolve_one(namespace, task_type, now)
+        finally:
+            self.settings = general
+
+    async def _evolve_one(self, namespace: str, task_type: str, now: datetime) -> None:
         s = self.settings
         skills = await self.skills.of_type(namespace, task_type)
         live = [k for k in skills if k.status != "retired"]
@@ -104,6 +114,10 @@ class EvolutionService(ContextSkills):
                 await self._retire(skill, reason, [r["episode_id"] for r in skill.recent], now)
         live = [k for k in live if k.status != "retired"]
         window = await self._window(namespace, task_type)
+        if self._from_agents:
+            s = self.settings = s.model_copy(
+                update={"skill_min_support": s.agent_skill_min_support}
+            )
         for skill in live:
             self._measure(skill, measure(actions(skill), window_of(skill, window)), now)
             if skill.status == "candidate" and self._activatable(skill):
