@@ -179,8 +179,6 @@ def test_codex_shell_forms() -> None:
     assert signature_of("exec_command", "exec_command", {"cmd": "cargo test"}) == ["cargo test"]
     make_lint = {"command": ["make", "lint"]}
     assert signature_of("local_shell", "local_shell", make_lint) == ["make lint"]
-        "make lint"
-    ]
     cursor = {"command": "npm run build", "is_background": False}
     assert signature_of("run_terminal_cmd", "run_terminal_cmd", cursor) == ["npm run build"]
     assert signature_of("Shell", "Shell", {"command": "rg foo"}) == []
