@@ -23,6 +23,7 @@ from app.learning.tokens import STOP_WORDS
 NAME_TERMS = 3
 MAX_TERMS = 400  # a kind keeps its most frequent terms
 CONCEPT_WEIGHT = 3.0
+UNSEEN_WEIGHT = 0.3
 _WORD = re.compile(r"[a-z][a-z0-9]*(?:[-'][a-z0-9]+)*")
 
 # Words of asking, not of the work asked for.
@@ -84,7 +85,9 @@ def prompt_terms(text: str) -> list[str]:
         if any(ch.isdigit() for ch in word):
             continue  # versions, numbers, ids: the specifics of one request
         stem = _stem(word)
-        out[_CONCEPT_OF.get(stem, stem)] = None
+        # "released" loses its ed to "releas": the concept is found by its word too.
+        concept = _CONCEPT_OF.get(stem) or _CONCEPT_OF.get(stem + "e") or _CONCEPT_OF.get(word)
+        out[concept or stem] = None
     return list(out)
 
 
@@ -98,20 +101,23 @@ class Kind:
     terms: dict[str, int] = field(default_factory=dict)
 
 
-def _weight(term: str, kinds: Sequence[Kind], total: int) -> float:
-    """A term's weight: rarer among the project's prompts weighs more, and a concept of
-    software work (which names the work, where other words name its specifics) more still."""
-    held = sum(k.terms.get(term, 0) for k in kinds)
-    idf = math.log((1 + total) / (1 + held)) + 1.0
-    return idf * (CONCEPT_WEIGHT if term in _CONCEPT_NAMES else 1.0)
+def _weight(term: str, kinds: Sequence[Kind]) -> float:
+    """A term's weight in telling the project's kinds apart: held by fewer kinds weighs
+    more, a concept of software work (which names the work, where other words name its
+    specifics) more still, and a term no kind holds yet little: a table name or a file seen
+    for the first time says nothing of which kind the prompt is."""
+    holders = sum(1 for k in kinds if k.terms.get(term))
+    weight = math.log((1 + len(kinds)) / (1 + holders)) + 1.0
+    if holders == 0:
+        weight *= UNSEEN_WEIGHT
+    return weight * (CONCEPT_WEIGHT if term in _CONCEPT_NAMES else 1.0)
 
 
 def cover(terms: Sequence[str], kind: Kind, *, kinds: Sequence[Kind]) -> float:
-    """How well the kind's prompts cover these terms, 0 to 1 (rare terms weigh more)."""
+    """How well the kind's prompts cover these terms, 0 to 1 (telling terms weigh more)."""
     if not terms or kind.prompts == 0:
         return 0.0
-    total = sum(k.prompts for k in kinds)
-    weights = {t: _weight(t, kinds, total) for t in terms}
+    weights = {t: _weight(t, kinds) for t in terms}
     got = sum(w * min(1.0, kind.terms.get(t, 0) / kind.prompts) for t, w in weights.items())
     return got / sum(weights.values())
 
@@ -133,8 +139,7 @@ def closest(
 
 def name_for(terms: Sequence[str], kinds: Sequence[Kind]) -> str:
     """A new kind's name: its most telling terms (concepts first, then rare words)."""
-    total = sum(k.prompts for k in kinds)
-    ranked = sorted(terms, key=lambda t: (-_weight(t, kinds, total), terms.index(t)))
+    ranked = sorted(terms, key=lambda t: (-_weight(t, kinds), terms.index(t)))
     chosen = ranked[:NAME_TERMS]
     return "-".join(sorted(chosen, key=terms.index)) or "general"
 

@@ -41,9 +41,18 @@ _NEGATIVE = re.compile(
     r"\bnot what i\b|^(no|nope)\b|\bwrong\b",
     re.IGNORECASE,
 )
+# On the same work, plainer words also say the turn failed: the user would not ask for the
+# same kind of work again in these words if it had gone well.
+_NEGATIVE_SAME_WORK = re.compile(
+    r"\b(red|fails?|failing|failed|broke|broken|breaks|errors?|crash\w*|stale|wrong|"
+    r"never|still|anymore|no longer|missing|isn'?t|wasn'?t|didn'?t|doesn'?t|hasn'?t|"
+    r"won'?t|can'?t|not (there|on|in|showing|deployed|released|applied|updated|working|fixed)|"
+    r"fix (it|that|this)|sort (it|that|this) out)\b|\?\?",
+    re.IGNORECASE,
+)
 _POSITIVE = re.compile(
     r"\b(thanks|thank you|thx|great|perfect|awesome|excellent|looks good|lgtm|well done|"
-    r"good job|that did it|ship it|all green)\b|\b(it|that|this) works\b|"
+    r"good job|that did it|ship it|all green)\b|\b(it|that|this) (works|worked)\b|"
     r"\b(works|working|passes|passing) now\b",
     re.IGNORECASE,
 )
@@ -99,10 +108,11 @@ def _later(actions: Sequence[str], i: int) -> list[int]:
     return [j for j in range(i + 1, len(actions)) if actions[j] == actions[i]]
 
 
-def from_reply(text: str) -> Inferred | None:
-    """What the user's next prompt says of the turn before (None: it says nothing)."""
+def from_reply(text: str, *, same_work: bool = False) -> Inferred | None:
+    """What the user's next prompt says of the turn before (None: it says nothing);
+    `same_work`: the prompt asks for the same kind of work, so plainer complaints count."""
     head = text.strip()[:300]
-    negative = _NEGATIVE.search(head)
+    negative = _NEGATIVE.search(head) or (same_work and _NEGATIVE_SAME_WORK.search(head))
     positive = _POSITIVE.search(head)
     if negative and not (positive and positive.start() < negative.start()):
         return Inferred(FAILURE, REPLY, [f'the user then said "{_quote(head)}"'])

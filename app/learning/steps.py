@@ -11,9 +11,11 @@ that failed is taken to have failed at its last part: the parts before it ran.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from app.learning.reflection import action_key
+from app.learning.skills import EpisodeView
 
 
 def learning_steps(skeletons: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -41,3 +43,42 @@ def learning_steps(skeletons: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def actions_of(skeletons: list[dict[str, Any]]) -> list[str]:
     """The actions of an episode in order, signatures where it has them."""
     return [action_key(s) for s in learning_steps(skeletons)]
+
+
+def merge_turns(
+    views: Sequence[EpisodeView], tasks: Sequence[str | None], judged: Sequence[bool]
+) -> list[EpisodeView]:
+    """A coding agent's consecutive turns at one task as one episode: "cut the release",
+    then "the tag never got pushed" is one procedure done in two turns. `tasks[i]` is the
+    session's task id of an agent's turn (None: an episode of its own), `judged[i]` whether
+    its outcome was known (reported, inferred or rewarded); the task ends as its last
+    judged turn did."""
+    out: list[EpisodeView] = []
+    group: list[int] = []
+
+    def close() -> None:
+        if not group:
+            return
+        parts = [views[i] for i in group]
+        last = next((views[i] for i in reversed(group) if judged[i]), parts[-1])
+        out.append(
+            EpisodeView(
+                id=last.id,
+                actions=tuple(a for v in parts for a in v.actions),
+                statuses=tuple(s for v in parts for s in v.statuses),
+                success=last.success,
+                reward=last.reward,
+                context=parts[-1].context,
+                skills=tuple(dict.fromkeys(s for v in parts for s in v.skills)),
+            )
+        )
+        group.clear()
+
+    for i, task in enumerate(tasks):
+        if group and (task is None or tasks[group[-1]] != task):
+            close()
+        group.append(i)
+        if task is None:
+            close()
+    close()
+    return out

@@ -19,6 +19,7 @@ CHUNK = 500
 # What learning reads of an episode: its skeleton, never the payload.
 EPISODE_COLUMNS = (
     Episode.id,
+    Episode.task_id,
     Episode.agent_id,
     Episode.task_type,
     Episode.outcome,

@@ -122,8 +122,6 @@ class AgentSessions:
         if newest is not None and newest.status == "open":
             # The turn before never stopped (cut short, or its stop was lost).
             await self._complete(namespace, agent, session_id, AgentEvent(kind=EventKind.STOP))
-        elif newest is not None and prompt:
-            await self._judge_by_reply(namespace, newest, prompt)
         project = project_of(event.cwd)
         previous = newest.task_type if newest is not None else None
         kind = task_type or (
@@ -131,6 +129,8 @@ class AgentSessions:
             if prompt
             else previous
         )
+        if newest is not None and newest.status != "open" and prompt:
+            await self._judge_by_reply(namespace, newest, prompt, same_work=kind == previous)
         recalled = None
         if prompt and recall:
             recalled = await self._recall(
@@ -152,12 +152,14 @@ class AgentSessions:
         )
         return recalled
 
-    async def _judge_by_reply(self, namespace: str, newest: Newest, prompt: str) -> None:
+    async def _judge_by_reply(
+        self, namespace: str, newest: Newest, prompt: str, *, same_work: bool
+    ) -> None:
         """The user's next words about the turn before: they may revise its inference."""
         if newest.outcome_source != "inferred":
             return
         before = Inferred(newest.outcome or "unknown", newest.confidence or 0.0, [])
-        after = revised(before, from_reply(prompt))
+        after = revised(before, from_reply(prompt, same_work=same_work))
         if after is None or (after.outcome == before.outcome and before.confidence >= 0.9):
             return
         if newest.verdict and after.outcome == before.outcome:

@@ -32,7 +32,9 @@ class ContextSkills(SkillRecords):
     def _beats_base(self, proc: Procedure, base: float) -> bool:
         """Whether following the procedure beats acting without it (`base`: the success
         rate of the episodes it is for), by the lower bound of its success rate."""
-        return proc.lcb >= self.settings.skill_min_lcb and proc.lcb > base
+        return proc.lcb >= self.settings.skill_min_lcb and proc.lcb > self._base_for(
+            proc.steps, base
+        )
 
     async def _settle(self, skill: Skill, proc: Procedure, now: datetime) -> None:
         """Bring a skill to the procedure just derived for it: new steps if they do clearly

@@ -24,7 +24,7 @@ from app.learning.skills import (
     retire_reason,
     unneeded,
 )
-from app.learning.steps import learning_steps
+from app.learning.steps import learning_steps, merge_turns
 from app.models import Pattern, Skill
 from app.repositories.episode_learning import EpisodeLearningRepository
 from app.repositories.patterns import PatternRepository
@@ -93,7 +93,10 @@ class EvolutionService(ContextSkills):
                     skills=tuple(row.skills_applied),
                 )
             )
-        return views
+        # An agent's consecutive turns at one task are one episode of it.
+        tasks = [r.task_id if r.agent_id in AGENTS else None for r in rows]
+        judged = [r.outcome in ("success", "failure") for r in rows]
+        return merge_turns(views, tasks, judged)
 
     async def _evolve_type(self, namespace: str, task_type: str, now: datetime) -> None:
         general = self.settings
@@ -101,6 +104,7 @@ class EvolutionService(ContextSkills):
             await self._evolve_one(namespace, task_type, now)
         finally:
             self.settings = general
+            self._counterfactual = None
 
     async def _evolve_one(self, namespace: str, task_type: str, now: datetime) -> None:
         s = self.settings
@@ -114,6 +118,7 @@ class EvolutionService(ContextSkills):
                 await self._retire(skill, reason, [r["episode_id"] for r in skill.recent], now)
         live = [k for k in live if k.status != "retired"]
         window = await self._window(namespace, task_type)
+        self._counterfactual = window if self._from_agents else None
         if self._from_agents:
             s = self.settings = s.model_copy(
                 update={"skill_min_support": s.agent_skill_min_support}

@@ -4,6 +4,7 @@ decisions are EvolutionService's; this is how they are written down. Never commi
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -12,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.core.config import Learning
 from app.core.ids import uuid7
 from app.learning.contexts import context_name, describe_context
-from app.learning.skills import Procedure
+from app.learning.skills import EpisodeView, Procedure, contains_in_order
 from app.models import Skill
 from app.repositories.memories import MemoryRepository
 from app.repositories.skills import SkillRepository
@@ -80,14 +81,27 @@ class SkillRecords:
         self.changes: list[dict[str, Any]] = []
         self._events: list[dict[str, Any]] = []
         self._base_rate = 0.0
+        self._counterfactual: list[EpisodeView] | None = None
         self._retired: list[Skill] = []
 
     def _activatable(self, skill: Skill) -> bool:
         return (
             skill.support >= self.settings.min_support
             and skill.lcb >= self.settings.activate_lcb
-            and skill.lcb > self._base_rate
+            and skill.lcb > self._base_for(actions(skill), self._base_rate)
         )
+
+    def _base_for(self, steps: Sequence[str], base: float) -> float:
+        """What acting without these steps achieves. `base` (the success rate of all the
+        episodes they are for) but for an agents' kind, where it is the rate of the
+        episodes that did not perform them in order (0 when too few did not): a person's
+        agent that mostly succeeds would otherwise never be handed what it does."""
+        if self._counterfactual is None:
+            return base
+        without = [e for e in self._counterfactual if not contains_in_order(e.actions, steps)]
+        if len(without) < self.settings.min_support:
+            return 0.0
+        return sum(e.success for e in without) / len(without)
 
     def _measure(self, skill: Skill, proc: Procedure, now: datetime) -> None:
         skill.support = proc.support
