@@ -2,20 +2,35 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import re
+from typing import Annotated, Any
 
 from fastapi import Path, Query
+from pydantic import BeforeValidator
 
 from app.schemas.common import Timestamp
 
 _WHEN = "ISO 8601 with a timezone, e.g. 2026-01-31T12:00:00Z"
+
+_DIGITS = re.compile(r"-?[0-9]+")
+
+
+def _digits(value: Any) -> Any:
+    """A query's integer as written: digits only (no spaces, signs of plus, or decimals)."""
+    if isinstance(value, str) and not _DIGITS.fullmatch(value):
+        raise ValueError("an integer, written with digits only")
+    return value
+
+
+# An integer of a query string: "422 " is refused, as the document's `integer` says.
+QueryInt = Annotated[int, BeforeValidator(_digits)]
 
 Cursor = Annotated[
     str | None,
     Query(description="The `next_cursor` of the previous page; leave out for the first page"),
 ]
 Limit = Annotated[
-    int | None,
+    QueryInt | None,
     Query(
         ge=1,
         description="Items per page, from 1 to ENGRAM_LIMITS__MAX_PAGE_SIZE (200 by default; "
@@ -24,7 +39,7 @@ Limit = Annotated[
     ),
 ]
 Offset = Annotated[
-    int,
+    QueryInt,
     Query(
         ge=0,
         le=1_000_000,

@@ -130,3 +130,13 @@ async def test_every_422_has_one_shape(
     assert all(set(e) == {"field", "message"} for e in body["errors"])
     assert body["errors"][0]["field"] == body["field"]
     assert body["detail"] == f"{body['field']}: {body['errors'][0]['message']}"
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/v1/rl/dataset?limit=422%20", "/v1/episodes?limit=5%20", "/v1/patterns?offset=%2B3"],
+)
+async def test_a_query_integer_is_digits_only(client: httpx.AsyncClient, path: str) -> None:
+    r = await client.get(path)
+    assert r.status_code == 422, r.text
+    assert "digits only" in r.text

@@ -5,9 +5,9 @@ Real-looking sessions are sent to a real server. The default run checks the worl
 a small run of one mode completes with well-formed figures; under `slow`, both modes at
 full size.
 
-The learning targets (procedures handed back in order, no command of another project,
-outcomes that agree with the truth) are not asserted here yet: they are the server's to
-meet, and are added once it learns from hooks."""
+The full runs assert what the server meets today (no command of another project, outcomes
+that mostly agree with the truth, skills learned and followed); the procedures' share in
+order is reported by bench.agentworld against its target."""
 
 from __future__ import annotations
 
@@ -131,3 +131,10 @@ async def test_a_small_world_runs_and_its_figures_are_well_formed(tmp_path: Path
 async def test_the_full_world(tmp_path: Path, rewards: bool) -> None:
     figures = await _run(tmp_path, sessions=20, rewards=rewards, probes=3)
     _well_formed(figures, sessions=20, probes=3)
+    # What the server meets today, kept from slipping (the README's table has the rest,
+    # and the procedures' share in order is not yet at its target).
+    assert [k.foreign for k in figures.kinds] == [0] * len(figures.kinds)
+    assert figures.outcomes["agree"] >= 0.8
+    assert figures.skills.get("active", 0) >= 5
+    assert figures.curve[-1]["followed_memory"] >= 0.5
+    assert max(k.in_order for k in figures.kinds) >= 0.5

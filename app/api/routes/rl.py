@@ -10,7 +10,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
 
 from app.api.deps import ReaderDep, SessionDep, SettingsDep, StateDep, check_window, page_size
-from app.api.params import Cursor, Limit, PolicyId, Since, TaskType, Until
+from app.api.params import Cursor, Limit, PolicyId, QueryInt, Since, TaskType, Until
 from app.core.errors import error_responses
 from app.learning.features import SCHEMA_VERSION
 from app.schemas.filters import DatasetFilters
@@ -96,7 +96,7 @@ async def download_dataset(
         str | None, Query(description="From the `Link: rel=next` of the previous download")
     ] = None,
     limit: Annotated[
-        int,
+        QueryInt,
         Query(
             ge=1,
             le=MAX_EXPORT,
