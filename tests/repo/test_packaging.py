@@ -313,3 +313,37 @@ def test_the_entrypoint_leaves_migrations_to_another_process_when_told(
     migrates = compose.settings_of({} if value is None else {"ENGRAM_MIGRATE_ON_START": value})
     expected = [f"migrate --wait 30 {value or 'unset'}"] if migrates.migrate_on_start else []
     assert log.read_text().splitlines() == [*expected, "serve --port 9 false"]
+
+
+def test_the_wheel_holds_every_file_the_code_reads(tmp_path: Path) -> None:
+    """The image installs the wheel, not the tree: the dashboard's templates and scripts,
+    the signature rules and the migration template must be in it. Built from a copy of the
+    repository's files, so that no build left in the tree (egg-info) stands in for the
+    configuration."""
+    import shutil
+    import sys
+    import zipfile
+
+    listed = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard"],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    source = tmp_path / "src"
+    for name in listed:
+        if (ROOT / name).is_file():
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, source / name)
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(source)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr[-2000:]
+    [wheel] = tmp_path.glob("engram-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    wanted = {
+        name
+        for name in listed
+        if name.startswith(("app/", "migrations/")) and not name.endswith((".py", ".pyc"))
+    }
+    assert wanted
+    assert wanted - names == set()
