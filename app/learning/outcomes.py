@@ -83,7 +83,7 @@ def from_steps(
     actions = [str(s.get("action") or "") for s in steps]
     ok = [s.get("status", "ok") == "ok" for s in steps]
     unresolved = [
-        a for i, a in enumerate(actions) if not ok[i] and not any(ok[j] for j in _later(actions, i))
+        i for i, a in enumerate(actions) if not ok[i] and not any(ok[j] for j in _later(actions, i))
     ]
     checks = [i for i, a in enumerate(actions) if check_of(a) is not None]
     if interrupted:
@@ -93,14 +93,19 @@ def from_steps(
         what = f"{check_of(actions[last])} command `{actions[last]}`"
         if not ok[last]:
             return Inferred(FAILURE, CHECK_FAILED, [f"the last {what} failed"])
-        if unresolved:
-            later = [a for a in unresolved if actions.index(a) > last] or unresolved
+        # A failure before the last passing check is what the check says of it (a wrong
+        # command corrected by another, say); one after it is left as it failed.
+        after = [i for i in unresolved if i > last]
+        if after:
             return Inferred(
-                FAILURE, UNRESOLVED, [f"the last {what} passed", f"`{later[-1]}` still failed"]
+                FAILURE,
+                UNRESOLVED,
+                [f"the last {what} passed", f"`{actions[after[-1]]}` then failed"],
             )
         return Inferred(SUCCESS, CHECK_PASSED, [f"the last {what} passed"])
     if unresolved:
-        return Inferred(FAILURE, UNRESOLVED, [f"`{unresolved[-1]}` failed and was not fixed"])
+        failed = actions[unresolved[-1]]
+        return Inferred(FAILURE, UNRESOLVED, [f"`{failed}` failed and was not fixed"])
     return Inferred(UNKNOWN, 0.0, [])
 
 

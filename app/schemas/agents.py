@@ -85,7 +85,9 @@ class SessionImport(BaseModel):
     agent: Agent = Field(description="The agent that ran the session")
     session_id: SessionId = Field(description="The agent's id of the session")
     events: list[AgentEvent] = Field(
-        min_length=1, max_length=20_000, description="The session's events, oldest first"
+        min_length=1,
+        description="The session's events, oldest first; at most 20,000 (more is a 413), "
+        "within the body limit",
     )
 
 

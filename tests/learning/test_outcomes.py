@@ -89,3 +89,9 @@ def test_the_user_outweighs_the_session() -> None:
     assert agreed is not None
     assert agreed.confidence > before.confidence
     assert revised(before, from_reply("now deploy it")) is None
+
+
+def test_a_failure_the_last_check_came_after_is_settled_by_it() -> None:
+    # `pytest -q` was not found, `uv run pytest -q` ran it and passed.
+    found = _infer(("pytest -q", "error"), ("uv run pytest -q", "ok"))
+    assert found.outcome == SUCCESS

@@ -3,6 +3,7 @@ hooks (app/services/agents/sessions.py), once: a session seen before adds nothin
 
 from __future__ import annotations
 
+from app.core.errors import PayloadTooLarge
 from app.db.engine import Transactions
 from app.repositories.episodes import EpisodeRepository
 from app.schemas.agents import SessionImport, SessionImported
@@ -11,6 +12,7 @@ from app.services.agents.sessions import AgentSessions
 from app.services.agents.turns import task_of
 
 MAX_TURNS_LISTED = 10_000
+MAX_EVENTS = 20_000
 
 
 class SessionImports:
@@ -33,6 +35,10 @@ class SessionImports:
         """Replay the session's events as its hooks would have sent them, without the
         recalls (nobody read them then); nothing when the session is already here, from
         an earlier import or from its live hooks."""
+        if len(data.events) > MAX_EVENTS:
+            raise PayloadTooLarge(
+                f"events: {len(data.events)} events, the limit is {MAX_EVENTS}", field="events"
+            )
         episodes, steps = await self._episodes(namespace, data)
         if episodes:
             return SessionImported(session_id=data.session_id, imported=False, episodes=0, steps=0)
