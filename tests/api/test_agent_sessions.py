@@ -243,3 +243,34 @@ async def test_a_session_import_is_checked(client: httpx.AsyncClient) -> None:
     assert "agent" in r.text
     empty = {"agent": "codex", "session_id": "s", "events": []}
     assert (await client.post("/v1/agents/sessions", json=empty)).status_code == 422
+
+
+async def test_cursor_and_codex_events_are_turns_and_bad_ones_are_named(
+    client: httpx.AsyncClient,
+) -> None:
+    conversation = str(uuid.uuid4())
+    base = {"conversation_id": conversation, "workspace_roots": [WEB]}
+    prompt = base | {"hook_event_name": "beforeSubmitPrompt", "prompt": "release 2.0.0"}
+    assert (await client.post("/v1/hooks/cursor", json=prompt)).json() == {"continue": True}
+    shell = base | {"hook_event_name": "afterShellExecution", "command": "npm test"}
+    assert (await client.post("/v1/hooks/cursor", json=shell)).status_code == 200
+    stop = base | {"hook_event_name": "stop", "status": "completed"}
+    assert (await client.post("/v1/hooks/cursor", json=stop)).status_code == 200
+    r = await client.get("/v1/episodes", params={"task_id": f"cursor:{conversation}"})
+    [episode] = r.json()["items"]
+    assert (episode["task_type"], episode["step_count"]) == ("webapp/release", 1)
+
+    notify = {
+        "type": "agent-turn-complete",
+        "thread-id": str(uuid.uuid4()),
+        "turn-id": "1",
+        "input-messages": ["cut release 3.0.0"],
+        "last-assistant-message": "done",
+    }
+    assert (await client.post("/v1/hooks/codex", json=notify)).json() == {}
+
+    too_long = prompt | {"conversation_id": "x" * 300}
+    r = await client.post("/v1/hooks/cursor", json=too_long)
+    assert (r.status_code, r.json()["field"]) == (422, "conversation_id")
+    r = await client.post("/v1/hooks/codex", json={"type": "something-else"})
+    assert (r.status_code, r.json()["field"]) == (422, "type")

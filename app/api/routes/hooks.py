@@ -17,6 +17,7 @@ from app.services.agents.payloads import codex_notify_events, cursor_answer, cur
 router = APIRouter(prefix="/v1/hooks", tags=["hooks"])
 
 CONTEXT_CHARS = 12_000
+MAX_SESSION_ID = 200  # as Claude Code's session_id
 
 
 @router.post(
@@ -53,6 +54,11 @@ _CODEX_EXAMPLE = {
 }
 
 
+def _check_session(session_id: str, field: str) -> None:
+    if len(session_id) > MAX_SESSION_ID:
+        raise InvalidInput(f"{field}: at most {MAX_SESSION_ID} characters", field=field)
+
+
 @router.post("/cursor", responses=error_responses(401, 403, 413, 422, 503))
 async def cursor_hook(
     principal: AgentDep,
@@ -66,6 +72,7 @@ async def cursor_hook(
         session_id, event = cursor_event(payload)
     except ValueError as exc:
         raise InvalidInput(str(exc), field="conversation_id") from exc
+    _check_session(session_id, "conversation_id")
     name = str(payload.get("hook_event_name") or "")
     if event is None:
         return cursor_answer(name, None)
@@ -89,6 +96,7 @@ async def codex_hook(
         session_id, events = codex_notify_events(payload)
     except ValueError as exc:
         raise InvalidInput(str(exc), field="type") from exc
+    _check_session(session_id, "thread-id")
     for event in events:
         await state.agents.handle(
             principal.namespace,

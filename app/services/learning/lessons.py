@@ -46,7 +46,8 @@ class KindLessons:
             (p for p in found if p.kind == "recovery" and p.successes >= MIN_SEEN),
             key=lambda p: (-p.successes, p.signature),
         )
-        fixes = [(p.items[0], p.items[1]) for p in recoveries[:MAX_LESSONS]]
+        # In a fixed order, so that the text changes only when the lessons do.
+        fixes = sorted((p.items[0], p.items[1]) for p in recoveries[:MAX_LESSONS])
         actions = [p for p in found if p.kind == "action" and p.support >= MIN_SEEN * 2]
         base = max((p.success_rate for p in actions), default=0.0)
         failing = sorted(
