@@ -16,7 +16,6 @@ from app.services.agents.payloads import codex_notify_events, cursor_answer, cur
 
 router = APIRouter(prefix="/v1/hooks", tags=["hooks"])
 
-CONTEXT_CHARS = 12_000
 MAX_SESSION_ID = 200  # as Claude Code's session_id
 
 
@@ -79,7 +78,7 @@ async def cursor_hook(
     recalled = await state.agents.handle(
         principal.namespace, Agent.CURSOR, session_id, event, ceiling=principal.max_sensitivity
     )
-    text = recalled_context(recalled, max_chars=CONTEXT_CHARS) if recalled else ""
+    text = recalled_context(recalled) if recalled else ""
     return cursor_answer(name, text or None)
 
 

@@ -8,9 +8,6 @@ from app.schemas.hooks import ClaudeCodeHookEvent, HookAnswer, HookSpecificOutpu
 from app.schemas.recall import RecallResponse
 from app.services.agents.context import recalled_context
 from app.services.agents.sessions import AgentSessions
-from app.services.agents.turns import task_of
-
-CONTEXT_CHARS = 12_000
 
 _KINDS = {
     "SessionStart": EventKind.START,
@@ -20,11 +17,6 @@ _KINDS = {
     "Stop": EventKind.STOP,
     "SessionEnd": EventKind.END,
 }
-
-
-def claude_code_task(session_id: str) -> str:
-    """The task id of a Claude Code session: what its recalls, episodes and rewards share."""
-    return task_of(Agent.CLAUDE_CODE, session_id)
 
 
 def as_event(hook: ClaudeCodeHookEvent) -> AgentEvent | None:
@@ -79,7 +71,7 @@ class ClaudeCodeHooks:
 def answer(event_name: str, recalled: RecallResponse | None) -> HookAnswer:
     if recalled is None:
         return HookAnswer()
-    text = recalled_context(recalled, max_chars=CONTEXT_CHARS)
+    text = recalled_context(recalled)
     if not text:
         return HookAnswer()
     return HookAnswer(

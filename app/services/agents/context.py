@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from app.schemas.recall import RecalledMemory, RecallResponse
 
+# What an agent is handed at most: a hook's answer is read into the model's context.
+CONTEXT_CHARS = 12_000
+
 # Each mode under a heading that tells the model how to use what follows.
 _SECTIONS = (
     ("constraint", "Rules to respect"),
@@ -18,7 +21,7 @@ def _line(memory: RecalledMemory) -> str:
     return f"- [{memory.type}] {memory.content}"
 
 
-def recalled_context(answer: RecallResponse, *, max_chars: int) -> str:
+def recalled_context(answer: RecallResponse, *, max_chars: int = CONTEXT_CHARS) -> str:
     """The chosen memories grouped by how to use them, skills with their steps; empty when
     nothing was chosen. At most `max_chars` characters."""
     if not answer.selected:

@@ -11,7 +11,7 @@ episode."""
 
 from __future__ import annotations
 
-import logging
+from dataclasses import replace
 
 from app.core.config import Agents as AgentSettings
 from app.core.config import Learning
@@ -32,6 +32,7 @@ from app.services.agents.turns import (
     NAME_CHARS,
     TASK_CHARS,
     Newest,
+    episode_seed,
     infer,
     newest_of,
     project_of,
@@ -43,14 +44,7 @@ from app.services.episodes.service import EpisodeService
 from app.services.recall.requests import RecallRequests
 from app.services.rewards.service import RewardService
 
-log = logging.getLogger("engram.agents")
-
 TOKEN_BUDGET = 1500
-
-
-def episode_seed(agent: Agent) -> str:
-    # Claude Code's episodes keep the ids they had before the other agents joined.
-    return "claude-code episode" if agent is Agent.CLAUDE_CODE else f"{agent.value} episode"
 
 
 class AgentSessions:
@@ -119,9 +113,11 @@ class AgentSessions:
     ) -> RecallResponse | None:
         prompt = (event.prompt or "").strip()
         newest = await self._newest(namespace, agent, session_id)
-        if newest is not None and newest.status == "open":
+        was_open = newest is not None and newest.status == "open"
+        if newest is not None and was_open:
             # The turn before never stopped (cut short, or its stop was lost).
-            await self._complete(namespace, agent, session_id, AgentEvent(kind=EventKind.STOP))
+            await self._complete_turn(namespace, agent, newest, AgentEvent(kind=EventKind.STOP))
+            newest = replace(newest, status="completed")
         project = project_of(event.cwd)
         previous = newest.task_type if newest is not None else None
         kind = task_type or (
@@ -129,7 +125,7 @@ class AgentSessions:
             if prompt
             else previous
         )
-        if newest is not None and newest.status != "open" and prompt:
+        if newest is not None and not was_open and prompt:
             await self._judge_by_reply(namespace, newest, prompt, same_work=kind == previous)
         recalled = None
         if prompt and recall:
@@ -147,6 +143,7 @@ class AgentSessions:
             agent,
             session_id,
             event,
+            newest=newest,
             task_type=kind,
             recall_id=recalled.recall_id if recalled else None,
         )
@@ -158,12 +155,11 @@ class AgentSessions:
         """The user's next words about the turn before: they may revise its inference."""
         if newest.outcome_source != "inferred":
             return
-        before = Inferred(newest.outcome or "unknown", newest.confidence or 0.0, [])
+        evidence = [newest.verdict] if newest.verdict else []
+        before = Inferred(newest.outcome or "unknown", newest.confidence or 0.0, evidence)
         after = revised(before, from_reply(prompt, same_work=same_work))
         if after is None or (after.outcome == before.outcome and before.confidence >= 0.9):
             return
-        if newest.verdict and after.outcome == before.outcome:
-            after = Inferred(after.outcome, after.confidence, [newest.verdict, *after.evidence])
         try:
             await self.episodes.complete_inferred(namespace, newest.id, after)
         except (Conflict, NotFound):
@@ -209,11 +205,12 @@ class AgentSessions:
         session_id: str,
         event: AgentEvent,
         *,
+        newest: Newest | None,
         task_type: str | None,
         recall_id: str | None = None,
     ) -> str:
-        """The id of the session's open episode, opened now if there is none."""
-        newest = await self._newest(namespace, agent, session_id)
+        """The id of the session's open episode (`newest`, as just read), opened now if
+        there is none."""
         if newest is not None and newest.status == "open":
             return newest.id
         # The next episode's id derives from the last one's: two events racing to open it
@@ -244,7 +241,10 @@ class AgentSessions:
         step = step_of(event, cwd=event.cwd, rules=self.rules)
         # Tried twice: the episode may be completed or deleted between finding and writing.
         for attempt in range(2):
-            episode_id = await self._open(namespace, agent, session_id, event, task_type=None)
+            newest = await self._newest(namespace, agent, session_id)
+            episode_id = await self._open(
+                namespace, agent, session_id, event, newest=newest, task_type=None
+            )
             try:
                 await self.episodes.append_steps(namespace, episode_id, [step])
                 return
@@ -262,6 +262,12 @@ class AgentSessions:
         newest = await self._newest(namespace, agent, session_id)
         if newest is None or newest.status != "open":
             return  # nothing happened since the last stop
+        await self._complete_turn(namespace, agent, newest, event)
+
+    async def _complete_turn(
+        self, namespace: str, agent: Agent, newest: Newest, event: AgentEvent
+    ) -> None:
+        """Complete the open turn `newest` with the event's outcome, else the inferred one."""
         try:
             if event.outcome is not None:
                 verdict = f"{agent.value} {event.kind.value}"

@@ -102,6 +102,11 @@ def infer(skeletons: list[dict[str, Any]], *, rules: Rules | None, interrupted: 
     )
 
 
+def episode_seed(agent: Agent) -> str:
+    # Claude Code's episodes keep the ids they had before the other agents joined.
+    return "claude-code episode" if agent is Agent.CLAUDE_CODE else f"{agent.value} episode"
+
+
 def turn_episode(
     agent: Agent,
     session_id: str,
