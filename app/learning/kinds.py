@@ -8,7 +8,10 @@ many of its prompts held it. A new prompt joins the kind whose prompts' terms co
 best, each term weighted by how rare it is among the project's prompts (a word every kind
 uses tells nothing), when that cover reaches the threshold; otherwise it starts a kind of
 its own. A kind is named once, at its birth, by its most telling terms, so that the
-episodes and skills filed under it stay together as prompts keep arriving.
+episodes and skills filed under it stay together as prompts keep arriving. A later prompt
+of a session that complains of the turn before ("it fails, fix it", "CI is red on the
+release commit") goes on with that turn's kind, and is not counted into it: the fix is
+part of the same work.
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ from dataclasses import dataclass, field
 from app.learning.tokens import STOP_WORDS
 
 NAME_TERMS = 3
+# A later prompt of a session that judges the turn before goes on with its kind unless
+# another kind covers it more than twice as well ("CI is red on the release commit").
+GO_ON_SHARE = 0.5
 MAX_TERMS = 400  # a kind keeps its most frequent terms
 CONCEPT_WEIGHT = 3.0
 UNSEEN_WEIGHT = 0.3
@@ -34,7 +40,8 @@ _REQUEST_WORDS = frozenset(
     should must time right first next then via using use""".split()
     # Greetings and replies to the turn before: they say how it went, not what to do.
     + """morning evening hello hey thanks thank thx cheers great good perfect awesome nice
-    cool yes yep yeah sure continue ahead still keep going looks look lgtm done""".split()
+    cool yes yep yeah sure continue ahead still keep going looks look lgtm done ty np
+    worked sorry oops accident accidentally esc hit carry proceed resume""".split()
 )
 
 # Concepts of software work: each line is a concept and the words that name it.
@@ -135,6 +142,15 @@ def closest(
     if best is None or best_cover < threshold:
         return None, best_cover
     return best, best_cover
+
+
+def goes_on(terms: Sequence[str], previous: Kind, kinds: Sequence[Kind]) -> bool:
+    """Whether a prompt that judges the session's turn before (a complaint, a "still
+    failing") goes on with that turn's kind: true unless another kind of the project
+    covers its terms more than twice as well as the previous one ("the release never
+    went out" after a release goes on; "fix the failing cart test" after it is new work)."""
+    _, best = closest(terms, kinds, threshold=0.0)
+    return cover(terms, previous, kinds=kinds) >= GO_ON_SHARE * best
 
 
 def name_for(terms: Sequence[str], kinds: Sequence[Kind]) -> str:

@@ -38,7 +38,9 @@ _NEGATIVE = re.compile(
     r"\b(doesn'?t|didn'?t|does not|did not|won'?t|isn'?t) (work|apply|pass|build|run|compile|"
     r"deploy|working)\b|\bnot working\b|\brevert (it|that|this|the)\b|"
     r"\bundo (it|that|this)\b|\broll ?back\b|\bthat'?s not (it|right|what)\b|"
-    r"\bnot what i\b|^(no|nope)\b|\bwrong\b",
+    r"\bnot what i\b|^(no|nope)\b|\bwrong\b|"
+    # A repair of what was just done: "fix it", "sort that out" (not "fix this bug").
+    r"\b(fix|redo|repair) (it|that)\b|\bsort (it|that|this) out\b|\bfix this\W*$",
     re.IGNORECASE,
 )
 # On the same work, plainer words also say the turn failed: the user would not ask for the

@@ -32,6 +32,7 @@ _SHAPE: dict[str, dict[str, str]] = {
         "patch_programs": "list",
         "install_dirs": "list",
         "path_extensions": "list",
+        "named_keys": "list",
     },
     "exploration": {"programs": "list", "commands": "list", "unless": "lists"},
     "wrappers": {"plain": "list", "named": "list"},
@@ -75,6 +76,7 @@ class Rules:
     patch_programs: frozenset[str]
     install_dirs: frozenset[str]
     path_extensions: frozenset[str]
+    named_keys: frozenset[tuple[str, ...]]
     exploration_programs: frozenset[str]
     exploration_commands: tuple[Pattern, ...]
     exploration_unless: Mapping[str, tuple[str, ...]]
@@ -200,6 +202,7 @@ def _build(data: Mapping[str, Any]) -> Rules:
         patch_programs=frozenset(get("shell", "patch_programs")),
         install_dirs=frozenset(get("shell", "install_dirs")),
         path_extensions=frozenset(e.lower().lstrip(".") for e in get("shell", "path_extensions")),
+        named_keys=frozenset(tuple(c.split()) for c in get("shell", "named_keys")),
         exploration_programs=frozenset(get("exploration", "programs")),
         exploration_commands=tuple(Pattern.parse(p) for p in get("exploration", "commands")),
         exploration_unless={k: tuple(v) for k, v in get("exploration", "unless").items()},

@@ -47,8 +47,9 @@ def is_flag(word: str) -> bool:
     return word.startswith("-") or (len(word) > 1 and word[0] == "+")
 
 
-def classify(word: str, rules: Rules, *, assignment: bool = True) -> str:
-    """A positional word's class, or the word itself when it is a plain lowercase word."""
+def classify(word: str, rules: Rules, *, assignment: bool = True, named_key: bool = False) -> str:
+    """A positional word's class, or the word itself when it is a plain lowercase word;
+    `named_key`: an assignment's name is a value too (`<name>=<path>`)."""
     if PLACEHOLDER.fullmatch(word):
         return word  # already canonical: signatures read again (verification) keep theirs
     if not word:
@@ -59,7 +60,8 @@ def classify(word: str, rules: Rules, *, assignment: bool = True) -> str:
         # A variable's value is a value, plain word or not (`SERVICE=billing`).
         value = m[2]
         inner = classify(value, rules, assignment=False) if value else ""
-        return f"{m[1]}={'<name>' if value and inner == value else inner}"
+        key = "<name>" if named_key else m[1]
+        return f"{key}={'<name>' if value and inner == value else inner}"
     if any(c.isspace() for c in word):
         return "<text>"
     if _PIN.match(word):
@@ -159,7 +161,7 @@ def scan(words: list[str], rules: Rules) -> Scan:
             if count != ALL:
                 count = rules.literal_words.get(" ".join(out.key), count)
         else:
-            out.words.append(classify(word, rules))
+            out.words.append(classify(word, rules, named_key=tuple(out.key) in rules.named_keys))
             out.args.append(out.words[-1])
         i += 1
     return out

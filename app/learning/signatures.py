@@ -29,7 +29,8 @@ as written); its literal sub-command words ([literal_words]; make's targets all)
 written, `--flag=value` with the value abstracted; every other word abstracted by class:
   <url>      scheme://... or git@host:...
   <name>     a requirement with a version constraint (`requests==2.31.0`, `django>=4.2,<5`)
-  KEY=<..>   an assignment keeps its key (`VERSION=<version>`, `image.tag=<version>`)
+  KEY=<..>   an assignment keeps its key (`VERSION=<version>`, `image.tag=<version>`),
+             but for the commands of [shell] named_keys (`kubectl set image`: <name>=<path>)
   <version>  dotted numbers with an optional suffix, or v and a number (`v1.4.2`,
              `2.0.0-rc.1`, `3.12`, `v2`; an IP address too)
   <n>        an integer

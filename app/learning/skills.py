@@ -3,7 +3,8 @@ decide retirement, merging and specialisation.
 
 A procedure is derived from the successful episodes of a window (the latest episodes
 of a task type): its steps are the actions present in at least `step_share` of them,
-ordered by how often each comes before the others; a step's `on_error` is the action
+ordered by how often each comes before the others (in the successes done right the first
+time, when there are a few); a step's `on_error` is the action
 that most often followed its failures in successful episodes. It is then measured on
 the whole window: support (episodes that performed its steps in order), success rate,
 mean reward and the Wilson lower bound of the success rate.
@@ -20,6 +21,7 @@ from app.learning.mining import wilson_lcb, wilson_ucb
 
 MAX_EVIDENCE = 20
 NEEDED_RATIO = 0.5
+ORDER_MIN = 2  # successes done right the first time that are enough to order the steps
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +33,8 @@ class EpisodeView:
     reward: float
     context: tuple[tuple[str, str], ...] = ()  # (key, text) fields (app/learning/contexts.py)
     skills: tuple[str, ...] = ()
+    # An agent's task that failed in one turn and was put right in a later one (steps.py).
+    repaired: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +77,12 @@ def measure(
 
 
 def _order(steps: set[str], wins: Sequence[EpisodeView]) -> tuple[str, ...]:
+    """The steps by how often each came before the others in the successes. Those done
+    right the first time decide when there are a few: a task put right in a later turn
+    shows what was missing, not where it goes (the fix comes after the rest)."""
+    first_time = [e for e in wins if not e.repaired]
+    if len(first_time) >= ORDER_MIN:
+        wins = first_time
     before: Counter[tuple[str, str]] = Counter()
     position: Counter[str] = Counter()
     for e in wins:

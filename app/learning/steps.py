@@ -46,13 +46,15 @@ def actions_of(skeletons: list[dict[str, Any]]) -> list[str]:
 
 
 def merge_turns(
-    views: Sequence[EpisodeView], tasks: Sequence[str | None], judged: Sequence[bool]
+    views: Sequence[EpisodeView], tasks: Sequence[str | None], outcomes: Sequence[str | None]
 ) -> list[EpisodeView]:
     """A coding agent's consecutive turns at one task as one episode: "cut the release",
     then "the tag never got pushed" is one procedure done in two turns. `tasks[i]` is the
-    session's task id of an agent's turn (None: an episode of its own), `judged[i]` whether
-    its outcome was known (reported, inferred or rewarded); the task ends as its last
-    judged turn did."""
+    session's task id of an agent's turn (None: an episode of its own), `outcomes[i]` the
+    turn's own outcome (reported or inferred; a reward on the task may judge all of its
+    turns); the task ends as its last judged turn (a success or a failure) did, and is
+    `repaired` when it succeeded after a turn that failed."""
+    judged = [o in ("success", "failure") for o in outcomes]
     out: list[EpisodeView] = []
     group: list[int] = []
 
@@ -60,7 +62,9 @@ def merge_turns(
         if not group:
             return
         parts = [views[i] for i in group]
-        last = next((views[i] for i in reversed(group) if judged[i]), parts[-1])
+        at = next((n for n in reversed(range(len(group))) if judged[group[n]]), len(group) - 1)
+        last = parts[at]
+        failed_before = any(outcomes[i] == "failure" for i in group[:at])
         out.append(
             EpisodeView(
                 id=last.id,
@@ -70,6 +74,7 @@ def merge_turns(
                 reward=last.reward,
                 context=parts[-1].context,
                 skills=tuple(dict.fromkeys(s for v in parts for s in v.skills)),
+                repaired=last.success and failed_before,
             )
         )
         group.clear()

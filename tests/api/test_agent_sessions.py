@@ -274,3 +274,21 @@ async def test_cursor_and_codex_events_are_turns_and_bad_ones_are_named(
     assert (r.status_code, r.json()["field"]) == (422, "conversation_id")
     r = await client.post("/v1/hooks/codex", json={"type": "something-else"})
     assert (r.status_code, r.json()["field"]) == (422, "type")
+
+
+async def test_a_complaint_of_the_turn_before_goes_on_with_its_kind(
+    client: httpx.AsyncClient,
+) -> None:
+    # A fix-the-tests kind exists in the project: "it fails, can you fix it?" would be one.
+    other = str(uuid.uuid4())
+    await _turn(client, "the cart tests are failing, fix them", [], sid=other, cwd=SHOP)
+    sid = str(uuid.uuid4())
+    await _turn(client, "cut release 1.6.0", _release(sid, "1.6.0", ok=False), sid=sid, cwd=SHOP)
+    await _turn(client, "it fails, can you fix it?", [], sid=sid, cwd=SHOP)
+    await _turn(client, "pypi still shows 1.5.9, the release didn't go out", [], sid=sid, cwd=SHOP)
+    # New work in the same session is its own kind.
+    await _turn(client, "now fix the failing checkout tests", [], sid=sid, cwd=SHOP)
+    kinds = [e["task_type"] for e in await _episodes(client, sid)]
+    fix_tests = (await _episodes(client, other))[0]["task_type"]
+    assert fix_tests != "shop/release"
+    assert kinds == ["shop/release", "shop/release", "shop/release", fix_tests]

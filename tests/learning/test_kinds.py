@@ -3,7 +3,15 @@ not, and a kind's name holds still as prompts arrive."""
 
 from __future__ import annotations
 
-from app.learning.kinds import Kind, add_prompt, closest, name_for, prompt_terms, unique_name
+from app.learning.kinds import (
+    Kind,
+    add_prompt,
+    closest,
+    goes_on,
+    name_for,
+    prompt_terms,
+    unique_name,
+)
 
 THRESHOLD = 0.3
 
@@ -63,3 +71,16 @@ def test_specifics_and_asking_words_are_not_terms() -> None:
 def test_names_are_unique_in_a_project() -> None:
     assert unique_name("release", {"release": 1, "release-2": 1}) == "release-3"
     assert unique_name("deploy", {}) == "deploy"
+
+
+def test_a_complaint_goes_on_with_the_turn_before_unless_it_names_other_work() -> None:
+    kinds, names = _file(
+        ["cut release 1.4.2", "ship version 2.0.1", "the cart tests are failing, fix them"]
+    )
+    release, tests = kinds[0], kinds[1]
+    assert names == [release.name, release.name, tests.name]
+    # "CI is red on the release commit" names the release as much as the tests.
+    assert goes_on(prompt_terms("CI is red on the release commit"), release, kinds)
+    assert goes_on(prompt_terms("the release never went out"), release, kinds)
+    # Another kind's work, named plainly, is not the release's fix.
+    assert not goes_on(prompt_terms("fix the failing checkout tests"), release, kinds)

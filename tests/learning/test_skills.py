@@ -391,3 +391,20 @@ def test_only_the_latest_uses_count() -> None:
     reason = retire_reason(uses(*[good] * 5, *[bad] * 5), after_uses=5, below=0.5)
     assert reason is not None
     assert "0 of its last 5" in reason
+
+
+def test_the_successes_done_right_the_first_time_order_the_steps() -> None:
+    # Two tasks done in order at once; three put right in a later turn, where the fix (the
+    # edit) came after the rest: the first ones say where the edit goes.
+    right = ("revision", "edit", "upgrade", "pytest")
+    fixed = ("revision", "upgrade", "pytest", "edit", "pytest")
+    window = [EpisodeView(f"r{i}", right, ("ok",) * 4, True, 1.0) for i in range(2)] + [
+        EpisodeView(f"f{i}", fixed, ("ok",) * 5, True, 1.0, repaired=True) for i in range(3)
+    ]
+    proc = derive(window, min_support=2, step_share=0.8)
+    assert proc is not None
+    assert proc.steps == right
+    # Without them, the order is what the repaired ones did.
+    proc = derive(window[2:], min_support=2, step_share=0.8)
+    assert proc is not None
+    assert proc.steps == ("revision", "upgrade", "pytest", "edit")

@@ -43,13 +43,13 @@ def test_an_agents_turns_at_one_task_are_one_episode() -> None:
         _view("c2", ("pytest.run_tests",), False),
     ]
     tasks = ["s1", "s1", "s1", "s2", None, None]
-    judged = [True, True, False, True, True, True]
-    merged = merge_turns(views, tasks, judged)
-    assert [(v.id, v.success) for v in merged] == [
-        ("a2", True),
-        ("b1", True),
-        ("c1", True),
-        ("c2", False),
+    outcomes = ["failure", "success", "unknown", "success", "success", "failure"]
+    merged = merge_turns(views, tasks, outcomes)
+    assert [(v.id, v.success, v.repaired) for v in merged] == [
+        ("a2", True, True),  # failed in its first turn, put right in its second
+        ("b1", True, False),
+        ("c1", True, False),
+        ("c2", False, False),
     ]
     assert merged[0].actions == (
         "edit pyproject.toml",

@@ -4,18 +4,45 @@ or a new one (app/learning/kinds.py). A kind's name is the task type of its epis
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from enum import Enum
 
 from sqlalchemy.exc import IntegrityError
 
 from app.core.ids import uuid7
 from app.db.engine import Transactions
-from app.learning.kinds import Kind, add_prompt, closest, name_for, prompt_terms, unique_name
+from app.learning.kinds import (
+    Kind,
+    add_prompt,
+    closest,
+    goes_on,
+    name_for,
+    prompt_terms,
+    unique_name,
+)
+from app.learning.outcomes import FAILURE, from_reply
 from app.models import TaskKind
 from app.repositories.task_kinds import TaskKindRepository
 
 GENERAL = "general"
 MAX_PROJECT_CHARS = 120
 MAX_KIND_CHARS = 120
+
+
+class Complaint(Enum):
+    """How a later prompt of a session judges the turn before (app/learning/outcomes.py)."""
+
+    NONE = "none"  # it does not
+    LIKELY = "likely"  # in plain words ("CI is red"): it goes on unless it names other work
+    PLAIN = "plain"  # in words about the turn ("it fails, fix it"): it goes on
+
+
+def complaint_of(prompt: str) -> Complaint:
+    """How the prompt judges the turn before it."""
+    for same_work, complaint in ((False, Complaint.PLAIN), (True, Complaint.LIKELY)):
+        reply = from_reply(prompt, same_work=same_work)
+        if reply is not None and reply.outcome == FAILURE:
+            return complaint
+    return Complaint.NONE
 
 
 def task_type_of(project: str, kind: str) -> str:
@@ -31,28 +58,48 @@ class TaskKinds:
         self.threshold = threshold
 
     async def kind_for(
-        self, namespace: str, project: str, prompt: str, *, previous: str | None = None
+        self,
+        namespace: str,
+        project: str,
+        prompt: str,
+        *,
+        previous: str | None = None,
+        complaint: Complaint = Complaint.NONE,
     ) -> str:
         """The task type of the prompt's kind, counting the prompt into it. A prompt with
-        no terms of its own ("continue", "thanks!") goes on with the `previous` turn's."""
+        no terms of its own ("continue", "thanks!") goes on with the `previous` turn's, and
+        so does a complaint of it (`complaint`: how plainly the prompt judges the turn
+        before), unless it names other work (app/learning/kinds.py)."""
         terms = prompt_terms(prompt)
         if not terms:
             return previous or task_type_of(project, GENERAL)
+        prefix = task_type_of(project, "")
+        going_on = None  # the previous kind's name, if a plain complaint might go on with it
+        if previous is not None and previous.startswith(prefix):  # not another project's
+            if complaint is Complaint.PLAIN:
+                return previous
+            if complaint is Complaint.LIKELY:
+                going_on = previous[len(prefix) :]
         # Two prompts racing to found the same kind: the second finds the first's.
         for attempt in range(2):
             try:
-                return await self._file(namespace, project, terms)
+                return await self._file(namespace, project, terms, previous=going_on)
             except IntegrityError:
                 if attempt == 1:
                     raise
         raise AssertionError("unreachable")
 
-    async def _file(self, namespace: str, project: str, terms: list[str]) -> str:
+    async def _file(
+        self, namespace: str, project: str, terms: list[str], *, previous: str | None
+    ) -> str:
         now = datetime.now(UTC)
         async with self.transactions.write() as session:
             repo = TaskKindRepository(session)
             rows = await repo.of_project(namespace, project, lock=True)
             kinds = [Kind(r.id, r.name, r.prompts, dict(r.terms)) for r in rows]
+            before = next((k for k in kinds if k.name == previous), None)
+            if before is not None and goes_on(terms, before, kinds):
+                return task_type_of(project, before.name)
             best, _ = closest(terms, kinds, threshold=self.threshold)
             if best is None:
                 name = unique_name(name_for(terms, kinds), {r.name: r for r in rows})

@@ -9,7 +9,13 @@ from dataclasses import replace
 from datetime import datetime
 
 from app.learning.contexts import ContextPlan, describe_context, in_context
-from app.learning.skills import EpisodeView, Procedure, context_split, jaccard
+from app.learning.skills import (
+    EpisodeView,
+    Procedure,
+    contains_in_order,
+    context_split,
+    jaccard,
+)
 from app.models import Skill
 from app.services.learning.skill_records import SkillRecords, actions, known_recoveries
 
@@ -36,12 +42,38 @@ class ContextSkills(SkillRecords):
             proc.steps, base
         )
 
+    def _extends(self, skill: Skill, proc: Procedure) -> bool:
+        """Whether the procedure is the skill's steps with more that the successes share
+        and need (derive's tests), and those who did them all succeeded as often at least.
+        Its lower bound alone would never say so: fewer episodes did more steps."""
+        steps = actions(skill)
+        return (
+            len(proc.steps) > len(steps)
+            and contains_in_order(proc.steps, steps)
+            and proc.support >= self.settings.skill_min_support
+            and proc.success_rate >= skill.success_rate
+        )
+
+    def similar_generic(self, live: list[Skill], proc: Procedure) -> Skill | None:
+        """The general skill a procedure derived for its task type is a version of: one
+        whose steps it extends, or the most similar (merge_similarity at least)."""
+        generic = [k for k in live if not context_of(k) and k.status != "retired"]
+        extended = [k for k in generic if contains_in_order(proc.steps, actions(k))]
+        if extended:
+            return max(extended, key=lambda k: (len(k.steps), k.lcb))
+        similar = max(generic, key=lambda k: jaccard(actions(k), proc.steps), default=None)
+        if similar is not None and jaccard(actions(similar), proc.steps) >= (
+            self.settings.merge_similarity
+        ):
+            return similar
+        return None
+
     async def _settle(self, skill: Skill, proc: Procedure, now: datetime) -> None:
         """Bring a skill to the procedure just derived for it: new steps if they do clearly
-        better, or the recoveries learned since."""
+        better or extend its own, or the recoveries learned since."""
         merged = {**known_recoveries(skill), **proc.on_error}
         if tuple(actions(skill)) != proc.steps:
-            if proc.lcb > skill.lcb + REFINE_MARGIN:
+            if proc.lcb > skill.lcb + REFINE_MARGIN or self._extends(skill, proc):
                 await self._refine(skill, proc, now, why="steps")
         elif known_recoveries(skill) != merged:
             await self._refine(skill, replace(proc, on_error=merged), now, why="recoveries")

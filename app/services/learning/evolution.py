@@ -95,8 +95,7 @@ class EvolutionService(ContextSkills):
             )
         # An agent's consecutive turns at one task are one episode of it.
         tasks = [r.task_id if r.agent_id in AGENTS else None for r in rows]
-        judged = [r.outcome in ("success", "failure") for r in rows]
-        return merge_turns(views, tasks, judged)
+        return merge_turns(views, tasks, [r.outcome for r in rows])
 
     async def _evolve_type(self, namespace: str, task_type: str, now: datetime) -> None:
         general = self.settings
@@ -147,8 +146,8 @@ class EvolutionService(ContextSkills):
             and self._beats_base(proc, self._base_rate)
         ):
             generic = [k for k in live if not context_of(k)]
-            similar = max(generic, key=lambda k: jaccard(actions(k), proc.steps), default=None)
-            if similar is not None and jaccard(actions(similar), proc.steps) >= s.merge_similarity:
+            similar = self.similar_generic(live, proc)
+            if similar is not None:
                 await self._settle(similar, proc, now)
             elif not generic:
                 live.append(await self._create(namespace, task_type, proc, now))

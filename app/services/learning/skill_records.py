@@ -85,8 +85,11 @@ class SkillRecords:
         self._retired: list[Skill] = []
 
     def _activatable(self, skill: Skill) -> bool:
+        # An agents' kind creates its skills on less support (agent_skill_min_support):
+        # they are handed out on as much, or no agent would ever follow one.
+        s = self.settings
         return (
-            skill.support >= self.settings.min_support
+            skill.support >= min(s.min_support, s.skill_min_support)
             and skill.lcb >= self.settings.activate_lcb
             and skill.lcb > self._base_for(actions(skill), self._base_rate)
         )
