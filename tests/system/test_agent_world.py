@@ -137,8 +137,14 @@ async def test_the_full_world(tmp_path: Path, rewards: bool) -> None:
     _well_formed(figures, sessions=20, probes=3)
     # What the server meets today, kept from slipping (the README's table has the rest,
     # and the procedures' share in order is not yet at its target).
+    # The worker learns while a session's events arrive, so a run's figures move a little
+    # with timing: each guard keeps a margin below what runs measure (README's table).
     assert [k.foreign for k in figures.kinds] == [0] * len(figures.kinds)
     assert figures.outcomes["agree"] >= 0.8
-    assert figures.skills.get("active", 0) >= 5
+    assert figures.skills.get("active", 0) >= 4
     assert figures.curve[-1]["followed_memory"] >= 0.5
     assert max(k.in_order for k in figures.kinds) >= 0.5
+    assert sum(k.in_order for k in figures.kinds) / len(figures.kinds) >= 0.3
+    # Sessions that follow what they are handed succeed more often than the first ones.
+    late = [p["success"] for p in figures.curve[-2:]]
+    assert sum(late) / len(late) >= figures.curve[0]["success"] + 0.1
