@@ -138,6 +138,7 @@ class Learning(BaseModel):
     skill_min_support: int = Field(default=10, ge=1)
     # The same for a kind of work of coding agents' sessions: a person runs a few a week,
     # each a whole task with its outcome, where a simulated or scripted agent runs hundreds.
+    # Such a skill is also handed out on this support (others need min_support).
     agent_skill_min_support: int = Field(default=3, ge=1)
     skill_min_lcb: float = Field(default=0.2, ge=0, le=1)
     activate_lcb: float = Field(default=0.2, ge=0, le=1)
