@@ -64,18 +64,18 @@ class TaskKinds:
         prompt: str,
         *,
         previous: str | None = None,
-        complaint: Complaint = Complaint.NONE,
     ) -> str:
         """The task type of the prompt's kind, counting the prompt into it. A prompt with
-        no terms of its own ("continue", "thanks!") goes on with the `previous` turn's, and
-        so does a complaint of it (`complaint`: how plainly the prompt judges the turn
-        before), unless it names other work (app/learning/kinds.py)."""
+        no terms of its own ("continue", "thanks!") goes on with the `previous` turn's
+        (the session's turn before), and so does a complaint of it, unless it names other
+        work (app/learning/kinds.py)."""
         terms = prompt_terms(prompt)
         if not terms:
             return previous or task_type_of(project, GENERAL)
         prefix = task_type_of(project, "")
         going_on = None  # the previous kind's name, if a plain complaint might go on with it
         if previous is not None and previous.startswith(prefix):  # not another project's
+            complaint = complaint_of(prompt)
             if complaint is Complaint.PLAIN:
                 return previous
             if complaint is Complaint.LIKELY:

@@ -26,7 +26,7 @@ from app.schemas.filters import EpisodeFilters
 from app.schemas.recall import RecallRequest, RecallResponse
 from app.services.access.idempotency import keyed_id
 from app.services.agents.deadline import within
-from app.services.agents.kinds import Complaint, TaskKinds, complaint_of
+from app.services.agents.kinds import TaskKinds
 from app.services.agents.turns import (
     FIELD_CHARS,
     NAME_CHARS,
@@ -121,13 +121,7 @@ class AgentSessions:
         project = project_of(event.cwd)
         previous = newest.task_type if newest is not None else None
         kind = task_type or (
-            await self.kinds.kind_for(
-                namespace,
-                project,
-                prompt,
-                previous=previous,
-                complaint=complaint_of(prompt) if newest is not None else Complaint.NONE,
-            )
+            await self.kinds.kind_for(namespace, project, prompt, previous=previous)
             if prompt
             else previous
         )

@@ -85,8 +85,7 @@ class SkillRecords:
         self._retired: list[Skill] = []
 
     def _activatable(self, skill: Skill) -> bool:
-        # An agents' kind creates its skills on less support (agent_skill_min_support):
-        # they are handed out on as much, or no agent would ever follow one.
+        # An agents' kind's skills are handed out on the support they are created on.
         s = self.settings
         return (
             skill.support >= min(s.min_support, s.skill_min_support)
