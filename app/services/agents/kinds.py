@@ -58,12 +58,7 @@ class TaskKinds:
         self.threshold = threshold
 
     async def kind_for(
-        self,
-        namespace: str,
-        project: str,
-        prompt: str,
-        *,
-        previous: str | None = None,
+        self, namespace: str, project: str, prompt: str, *, previous: str | None = None
     ) -> str:
         """The task type of the prompt's kind, counting the prompt into it. A prompt with
         no terms of its own ("continue", "thanks!") goes on with the `previous` turn's

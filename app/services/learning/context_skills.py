@@ -54,7 +54,7 @@ class ContextSkills(SkillRecords):
             and proc.success_rate >= skill.success_rate
         )
 
-    def similar_generic(self, live: list[Skill], proc: Procedure) -> Skill | None:
+    def _similar_generic(self, live: list[Skill], proc: Procedure) -> Skill | None:
         """The general skill a procedure derived for its task type is a version of: one
         whose steps it extends, or the most similar (merge_similarity at least)."""
         generic = [k for k in live if not context_of(k) and k.status != "retired"]

@@ -146,7 +146,7 @@ class EvolutionService(ContextSkills):
             and self._beats_base(proc, self._base_rate)
         ):
             generic = [k for k in live if not context_of(k)]
-            similar = self.similar_generic(live, proc)
+            similar = self._similar_generic(live, proc)
             if similar is not None:
                 await self._settle(similar, proc, now)
             elif not generic:
