@@ -64,9 +64,12 @@ async def check_proof(app: FastAPI, client: httpx.AsyncClient, *, seed: int) -> 
     assert proof.shifted_baseline_true - proof.shifted_learned_true >= MARGIN, proof
     assert shifted["verdict"] != "better", shifted
     assert shifted["estimates"] is not None, shifted
-    dropped = estimate(shifted, "policy")["value"]
-    assert dropped < estimate(evaluation, "policy")["value"], shifted
-    assert dropped < estimate(shifted, "baseline")["value"], shifted
+    # The worlds' rewards differ in scale, so the estimate is judged against the baseline's
+    # in the same logs: its advantage drops, and below nothing. (Candidates' ages are wall
+    # clock, so a seed's estimates move by about 0.03 between runs.)
+    advantage = estimate(evaluation, "policy")["value"] - estimate(evaluation, "baseline")["value"]
+    dropped = estimate(shifted, "policy")["value"] - estimate(shifted, "baseline")["value"]
+    assert dropped < min(0.0, advantage - MARGIN), shifted
     assert proof.shifted_activated == 409
 
 
