@@ -249,11 +249,15 @@ async def _count(client: httpx.AsyncClient, figures: Figures) -> None:
     figures.skills = dict(Counter(s["status"] for s in skills))
 
 
-def server(data_dir: Path, *, seed: int, tree: Path | None = None) -> EngramServer:
-    """A fresh `engram serve` for the world: open (no key), no rate limit, seeded recall."""
+def server(
+    data_dir: Path, *, seed: int, tree: Path | None = None, embeddings: str = "auto"
+) -> EngramServer:
+    """A fresh `engram serve` for the world: open (no key), no rate limit, seeded recall,
+    the embedder a user gets by default (the local model when installed)."""
     return EngramServer(
         data_dir,
         tree=tree,
+        ENGRAM_EMBEDDINGS__PROVIDER=embeddings,
         ENGRAM_LOG_REQUESTS="false",
         ENGRAM_RATE_LIMIT__PER_SECOND="0",
         ENGRAM_RECALL__SEED=str(seed),
@@ -270,12 +274,18 @@ async def main() -> None:
     parser.add_argument("--no-rewards", action="store_true", help="run the mode that posts none")
     parser.add_argument("--json", type=Path, default=None, help="write the figures here")
     parser.add_argument("--tree", type=Path, default=None, help="run this checkout's server")
+    parser.add_argument(
+        "--embeddings", default="auto", choices=["auto", "local", "none"],
+        help="the server's embedder (none: kinds and search by words alone)",
+    )  # fmt: skip
     args = parser.parse_args()
     modes = [m for m, on in ((True, args.rewards), (False, args.no_rewards)) if on] or [True, False]
     results = []
     for rewards in modes:
         with tempfile.TemporaryDirectory(prefix="engram-agentworld-") as tmp:
-            srv = server(Path(tmp), seed=args.seed, tree=args.tree).start()
+            srv = server(
+                Path(tmp), seed=args.seed, tree=args.tree, embeddings=args.embeddings
+            ).start()
             try:
                 async with httpx.AsyncClient(base_url=srv.url, timeout=60) as client:
                     results.append(await world_figures(

@@ -7,8 +7,11 @@ names in software work (ship, publish, cut -> release). A kind keeps, for each t
 many of its prompts held it. A new prompt joins the kind whose prompts' terms cover it
 best, each term weighted by how rare it is among the project's prompts (a word every kind
 uses tells nothing), when that cover reaches the threshold; otherwise it starts a kind of
-its own. A kind is named once, at its birth, by its most telling terms, so that the
-episodes and skills filed under it stay together as prompts keep arriving. A later prompt
+its own. With an embedder, a kind also keeps the sum of its prompts' sentence vectors, and
+a prompt whose meaning is close to a kind's joins it even in words it never used ("let's
+get v3.1 out" and "cut release 3.1"): of the two measures, the better counts. A kind is
+named once, at its birth, by its most telling terms, so that the episodes and skills filed
+under it stay together as prompts keep arriving. A later prompt
 of a session that complains of the turn before ("it fails, fix it", "CI is red on the
 release commit") goes on with that turn's kind, and is not counted into it: the fix is
 part of the same work.
@@ -21,7 +24,12 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+from numpy.typing import NDArray
+
 from app.learning.tokens import STOP_WORDS
+
+Vector = NDArray[np.float32]
 
 NAME_TERMS = 3
 # A later prompt of a session that judges the turn before goes on with its kind unless
@@ -30,6 +38,12 @@ GO_ON_SHARE = 0.5
 MAX_TERMS = 400  # a kind keeps its most frequent terms
 CONCEPT_WEIGHT = 3.0
 UNSEEN_WEIGHT = 0.3
+# Meaning: a prompt's cosine to a kind's mean vector counts as a cover of
+# (cosine - MEANING_FLOOR) / MEANING_SPAN. With all-MiniLM-L6-v2, other words for the same
+# work score 0.62 to 0.92 against its kind and work of another kind at most 0.51
+# (bench/agentworld.py's held-out asks), so a kind is joined on meaning from 0.55 on.
+MEANING_FLOOR = 0.35
+MEANING_SPAN = 0.5
 _WORD = re.compile(r"[a-z][a-z0-9]*(?:[-'][a-z0-9]+)*")
 
 # Words of asking, not of the work asked for.
@@ -70,7 +84,8 @@ def _concepts() -> dict[str, str]:
 
 def _stem(word: str) -> str:
     """A light suffix stripper: enough to join a verb's and a noun's forms."""
-    for suffix in ("ations", "ation", "ments", "ment", "ings", "ing", "ies", "ed", "es", "s"):
+    # Not "ment": "shipments" is not "ship".
+    for suffix in ("ations", "ation", "ings", "ing", "ies", "ed", "es", "s"):
         if len(word) > len(suffix) + 2 and word.endswith(suffix):
             if suffix == "es" and not word.endswith(("ses", "xes", "zes", "ches", "shes")):
                 continue  # "invoices" loses its s, "pushes" its es
@@ -106,6 +121,7 @@ class Kind:
     name: str
     prompts: int = 0
     terms: dict[str, int] = field(default_factory=dict)
+    meaning: Vector | None = None  # the sum of its prompts' unit vectors (one model's)
 
 
 def _weight(term: str, kinds: Sequence[Kind]) -> float:
@@ -129,28 +145,53 @@ def cover(terms: Sequence[str], kind: Kind, *, kinds: Sequence[Kind]) -> float:
     return got / sum(weights.values())
 
 
+def meaning_cover(vector: Vector | None, kind: Kind) -> float:
+    """The prompt's vector against the kind's mean one, on cover's scale (0 without either)."""
+    if vector is None or kind.meaning is None:
+        return 0.0
+    norm = float(np.linalg.norm(kind.meaning))
+    if norm == 0.0:
+        return 0.0
+    cosine = float(vector @ kind.meaning) / norm
+    return min(1.0, max(0.0, (cosine - MEANING_FLOOR) / MEANING_SPAN))
+
+
+def score(
+    terms: Sequence[str], kind: Kind, *, kinds: Sequence[Kind], vector: Vector | None = None
+) -> float:
+    """How well the prompt belongs to the kind: its words' cover or its meaning's, the
+    better of the two."""
+    return max(cover(terms, kind, kinds=kinds), meaning_cover(vector, kind))
+
+
 def closest(
-    terms: Sequence[str], kinds: Sequence[Kind], *, threshold: float
+    terms: Sequence[str],
+    kinds: Sequence[Kind],
+    *,
+    threshold: float,
+    vector: Vector | None = None,
 ) -> tuple[Kind | None, float]:
-    """The kind these terms belong to and its cover (None: none reaches the threshold)."""
+    """The kind the prompt belongs to and its score (None: none reaches the threshold)."""
     best: Kind | None = None
-    best_cover = 0.0
+    best_score = 0.0
     for kind in kinds:
-        c = cover(terms, kind, kinds=kinds)
-        if c > best_cover or (c == best_cover and best is not None and kind.id < best.id):
-            best, best_cover = kind, c
-    if best is None or best_cover < threshold:
-        return None, best_cover
-    return best, best_cover
+        c = score(terms, kind, kinds=kinds, vector=vector)
+        if c > best_score or (c == best_score and best is not None and kind.id < best.id):
+            best, best_score = kind, c
+    if best is None or best_score < threshold:
+        return None, best_score
+    return best, best_score
 
 
-def goes_on(terms: Sequence[str], previous: Kind, kinds: Sequence[Kind]) -> bool:
+def goes_on(
+    terms: Sequence[str], previous: Kind, kinds: Sequence[Kind], *, vector: Vector | None = None
+) -> bool:
     """Whether a prompt that judges the session's turn before (a complaint, a "still
     failing") goes on with that turn's kind: true unless another kind of the project
-    covers its terms more than twice as well as the previous one ("the release never
-    went out" after a release goes on; "fix the failing cart test" after it is new work)."""
-    _, best = closest(terms, kinds, threshold=0.0)
-    return cover(terms, previous, kinds=kinds) >= GO_ON_SHARE * best
+    fits it more than twice as well as the previous one ("the release never went out"
+    after a release goes on; "fix the failing cart test" after it is new work)."""
+    _, best = closest(terms, kinds, threshold=0.0, vector=vector)
+    return score(terms, previous, kinds=kinds, vector=vector) >= GO_ON_SHARE * best
 
 
 def name_for(terms: Sequence[str], kinds: Sequence[Kind]) -> str:
@@ -169,9 +210,12 @@ def unique_name(name: str, taken: Mapping[str, object]) -> str:
     return f"{name}-{n}"
 
 
-def add_prompt(kind: Kind, terms: Sequence[str]) -> None:
-    """Count a prompt's terms into its kind (the rarest are dropped past MAX_TERMS)."""
+def add_prompt(kind: Kind, terms: Sequence[str], vector: Vector | None = None) -> None:
+    """Count a prompt's terms (and its vector) into its kind (the rarest terms are dropped
+    past MAX_TERMS)."""
     kind.prompts += 1
+    if vector is not None:
+        kind.meaning = vector.copy() if kind.meaning is None else kind.meaning + vector
     for term in terms:
         kind.terms[term] = kind.terms.get(term, 0) + 1
     if len(kind.terms) > MAX_TERMS:

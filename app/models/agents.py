@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import JSON, Index, Integer, String
+from sqlalchemy import JSON, Index, Integer, LargeBinary, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, UTCDateTime
@@ -22,6 +22,10 @@ class TaskKind(Base):
     name: Mapped[str] = mapped_column(String(256))
     prompts: Mapped[int] = mapped_column(Integer)
     terms: Mapped[dict[str, int]] = mapped_column(JSON)
+    # With an embedder: the sum of its prompts' unit vectors (float32, little-endian) and
+    # the model whose vectors they are; a kind of another model starts its sum again.
+    meaning: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+    meaning_model: Mapped[str | None] = mapped_column(String(128), nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
 

@@ -33,6 +33,8 @@ def upgrade() -> None:
         sa.Column("name", sa.String(256), nullable=False),
         sa.Column("prompts", sa.Integer(), nullable=False),
         sa.Column("terms", sa.JSON(), nullable=False),
+        sa.Column("meaning", sa.LargeBinary(), nullable=True),
+        sa.Column("meaning_model", sa.String(128), nullable=True),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
     )

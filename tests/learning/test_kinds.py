@@ -3,6 +3,8 @@ not, and a kind's name holds still as prompts arrive."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from app.learning.kinds import (
     Kind,
     add_prompt,
@@ -84,3 +86,43 @@ def test_a_complaint_goes_on_with_the_turn_before_unless_it_names_other_work() -
     assert goes_on(prompt_terms("the release never went out"), release, kinds)
     # Another kind's work, named plainly, is not the release's fix.
     assert not goes_on(prompt_terms("fix the failing checkout tests"), release, kinds)
+
+
+def _unit(*xs: float) -> np.ndarray:
+    v = np.array(xs, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+def test_a_prompt_close_in_meaning_joins_a_kind_its_words_never_named() -> None:
+    release = Kind("0", "release")
+    migration = Kind("1", "migration")
+    add_prompt(release, prompt_terms("cut release 1.4.2"), _unit(1, 0.1, 0))
+    add_prompt(release, prompt_terms("ship version 2.0.1"), _unit(1, 0, 0.1))
+    add_prompt(migration, prompt_terms("add a column, write the migration"), _unit(0, 1, 0))
+    kinds = [release, migration]
+    terms = prompt_terms("let's get v3.1.3 out")
+    assert terms == []
+    # By its words alone the prompt is no kind's; by its meaning it is the release's.
+    assert closest(terms, kinds, threshold=THRESHOLD) == (None, 0.0)
+    kind, score = closest(terms, kinds, threshold=THRESHOLD, vector=_unit(0.95, 0.2, 0.1))
+    assert kind is release and score > 0.9
+    # Other work is neither's.
+    kind, _ = closest(terms, kinds, threshold=THRESHOLD, vector=_unit(0.3, 0.3, 1))
+    assert kind is None
+    # The kind's meaning is the sum of its prompts' vectors.
+    assert release.meaning is not None
+    assert np.allclose(release.meaning, _unit(1, 0.1, 0) + _unit(1, 0, 0.1))
+
+
+def test_a_kind_without_a_meaning_is_judged_by_its_words() -> None:
+    release = Kind("0", "release")
+    add_prompt(release, prompt_terms("cut release 1.4.2"))
+    assert release.meaning is None
+    terms = prompt_terms("ship version 2.0.1")
+    kind, score = closest(terms, [release], threshold=THRESHOLD, vector=_unit(0, 1, 0))
+    assert kind is release and score == closest(terms, [release], threshold=THRESHOLD)[1]
+
+
+def test_shipments_are_not_a_release() -> None:
+    assert "release" not in prompt_terms("add a column to the shipments table")
+    assert prompt_terms("it ships as version 2") == ["release", "version"]

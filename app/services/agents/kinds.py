@@ -1,17 +1,24 @@
 """The kind of work a prompt asks for in its project: found among the project's kinds,
-or a new one (app/learning/kinds.py). A kind's name is the task type of its episodes."""
+or a new one (app/learning/kinds.py). A kind's name is the task type of its episodes.
+With an embedder, the prompt's meaning counts too; without one, or when it fails or is
+slow, its words alone decide."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from datetime import UTC, datetime
 from enum import Enum
 
+import numpy as np
 from sqlalchemy.exc import IntegrityError
 
 from app.core.ids import uuid7
 from app.db.engine import Transactions
+from app.embeddings.base import Embedder, EmbeddingError
 from app.learning.kinds import (
     Kind,
+    Vector,
     add_prompt,
     closest,
     goes_on,
@@ -26,6 +33,10 @@ from app.repositories.task_kinds import TaskKindRepository
 GENERAL = "general"
 MAX_PROJECT_CHARS = 120
 MAX_KIND_CHARS = 120
+MEANING_CHARS = 1000  # of a prompt, embedded for its meaning
+MEANING_TIMEOUT_S = 0.5  # a slower embedder (a busy backlog, a remote API) is not waited for
+
+log = logging.getLogger("engram.agents")
 
 
 class Complaint(Enum):
@@ -53,9 +64,12 @@ def task_type_of(project: str, kind: str) -> str:
 class TaskKinds:
     """Files each prompt under a kind of its project (a short write transaction)."""
 
-    def __init__(self, transactions: Transactions, *, threshold: float) -> None:
+    def __init__(
+        self, transactions: Transactions, *, threshold: float, embedder: Embedder | None = None
+    ) -> None:
         self.transactions = transactions
         self.threshold = threshold
+        self.embedder = embedder
 
     async def kind_for(
         self, namespace: str, project: str, prompt: str, *, previous: str | None = None
@@ -65,8 +79,11 @@ class TaskKinds:
         (the session's turn before), and so does a complaint of it, unless it names other
         work (app/learning/kinds.py)."""
         terms = prompt_terms(prompt)
-        if not terms:
-            return previous or task_type_of(project, GENERAL)
+        if not terms and previous is not None:
+            return previous
+        vector = await self._meaning(prompt)
+        if not terms and vector is None:
+            return task_type_of(project, GENERAL)
         prefix = task_type_of(project, "")
         going_on = None  # the previous kind's name, if a plain complaint might go on with it
         if previous is not None and previous.startswith(prefix):  # not another project's
@@ -78,42 +95,69 @@ class TaskKinds:
         # Two prompts racing to found the same kind: the second finds the first's.
         for attempt in range(2):
             try:
-                return await self._file(namespace, project, terms, previous=going_on)
+                return await self._file(namespace, project, terms, vector=vector, previous=going_on)
             except IntegrityError:
                 if attempt == 1:
                     raise
         raise AssertionError("unreachable")
 
+    async def _meaning(self, prompt: str) -> Vector | None:
+        """The prompt's unit vector; None without an embedder, or past MEANING_TIMEOUT_S."""
+        if self.embedder is None:
+            return None
+        try:
+            rows = await asyncio.wait_for(
+                self.embedder.embed([prompt[:MEANING_CHARS]]), MEANING_TIMEOUT_S
+            )
+        except (EmbeddingError, TimeoutError) as exc:
+            log.info("a prompt's kind is found by its words alone: %s", exc or "timed out")
+            return None
+        vector: Vector = np.asarray(rows[0], dtype=np.float32)
+        return vector
+
+    def _kind(self, row: TaskKind) -> Kind:
+        meaning = None
+        if row.meaning is not None and self.embedder is not None:
+            if row.meaning_model == self.embedder.model:
+                meaning = np.frombuffer(row.meaning, dtype="<f4").copy()
+        return Kind(row.id, row.name, row.prompts, dict(row.terms), meaning)
+
     async def _file(
-        self, namespace: str, project: str, terms: list[str], *, previous: str | None
+        self,
+        namespace: str,
+        project: str,
+        terms: list[str],
+        *,
+        vector: Vector | None,
+        previous: str | None,
     ) -> str:
         now = datetime.now(UTC)
         async with self.transactions.write() as session:
             repo = TaskKindRepository(session)
             rows = await repo.of_project(namespace, project, lock=True)
-            kinds = [Kind(r.id, r.name, r.prompts, dict(r.terms)) for r in rows]
+            kinds = [self._kind(r) for r in rows]
             before = next((k for k in kinds if k.name == previous), None)
-            if before is not None and goes_on(terms, before, kinds):
+            if before is not None and goes_on(terms, before, kinds, vector=vector):
                 return task_type_of(project, before.name)
-            best, _ = closest(terms, kinds, threshold=self.threshold)
+            best, _ = closest(terms, kinds, threshold=self.threshold, vector=vector)
+            if best is None and not terms:
+                return task_type_of(project, GENERAL)  # no words to name a kind by
             if best is None:
                 name = unique_name(name_for(terms, kinds), {r.name: r for r in rows})
                 best = Kind(uuid7(), name[:MAX_KIND_CHARS])
-                add_prompt(best, terms)
-                repo.add(
-                    TaskKind(
-                        namespace=namespace,
-                        id=best.id,
-                        project=project,
-                        name=best.name,
-                        prompts=best.prompts,
-                        terms=best.terms,
-                        created_at=now,
-                        updated_at=now,
-                    )
-                )
+                add_prompt(best, terms, vector)
+                row = TaskKind(namespace=namespace, id=best.id, project=project, created_at=now)
+                repo.add(row)
             else:
                 row = next(r for r in rows if r.id == best.id)
-                add_prompt(best, terms)
-                row.prompts, row.terms, row.updated_at = best.prompts, dict(best.terms), now
+                add_prompt(best, terms, vector)
+            row.name, row.prompts, row.terms, row.updated_at = (
+                best.name,
+                best.prompts,
+                dict(best.terms),
+                now,
+            )
+            if best.meaning is not None and self.embedder is not None:
+                row.meaning = best.meaning.astype("<f4").tobytes()
+                row.meaning_model = self.embedder.model
         return task_type_of(project, best.name)

@@ -66,7 +66,9 @@ class AgentSessions:
         self.settings = settings
         self.rules = rules
         self.learning = learning
-        self.kinds = TaskKinds(transactions, threshold=settings.kind_similarity)
+        self.kinds = TaskKinds(
+            transactions, threshold=settings.kind_similarity, embedder=recalls.search.embedder
+        )
 
     async def handle(
         self,
