@@ -408,3 +408,26 @@ def test_the_successes_done_right_the_first_time_order_the_steps() -> None:
     proc = derive(window[2:], min_support=2, step_share=0.8)
     assert proc is not None
     assert proc.steps == ("revision", "upgrade", "pytest", "edit")
+
+
+def test_an_agents_skill_beats_going_without_by_its_rate_and_a_task_types_by_its_bound() -> None:
+    from typing import Any, cast
+
+    from app.core.config import Learning
+    from app.services.learning.skill_records import AGENT_MARGIN, SkillRecords
+
+    records = SkillRecords(cast(Any, None), settings=Learning(min_support=5))
+    steps = ("edit", "test", "tag", "push")
+    followed = [ep(f"f{i}", steps, success=i != 0) for i in range(9)]  # 8 of 9
+    # Turns that left a step out and mostly looked fine (their outcomes inferred): 12 of 17.
+    others = [ep(f"o{i}", steps[: i % 4] + steps[i % 4 + 1 :], success=i < 12) for i in range(17)]
+    rate, lcb = 8 / 9, wilson_lcb(8, 9)
+    assert lcb < 12 / 17 < rate - AGENT_MARGIN
+    # A task type's skill must beat the base rate by its lower bound: not yet.
+    assert not records._beats(steps, lcb, rate, 12 / 17)
+    # An agents' kind's by its rate, against those that went without it.
+    records._counterfactual = followed + others
+    assert records._beats(steps, lcb, rate, 12 / 17)
+    # Not when going without does about as well.
+    records._counterfactual = followed + [ep(f"o{i}", steps[1:], success=i < 14) for i in range(17)]
+    assert not records._beats(steps, lcb, rate, 12 / 17)

@@ -38,8 +38,8 @@ class ContextSkills(SkillRecords):
     def _beats_base(self, proc: Procedure, base: float) -> bool:
         """Whether following the procedure beats acting without it (`base`: the success
         rate of the episodes it is for), by the lower bound of its success rate."""
-        return proc.lcb >= self.settings.skill_min_lcb and proc.lcb > self._base_for(
-            proc.steps, base
+        return proc.lcb >= self.settings.skill_min_lcb and self._beats(
+            proc.steps, proc.lcb, proc.success_rate, base
         )
 
     def _extends(self, skill: Skill, proc: Procedure) -> bool:

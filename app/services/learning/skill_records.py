@@ -19,6 +19,8 @@ from app.repositories.memories import MemoryRepository
 from app.repositories.skills import SkillRepository
 from app.services.memories.rows import new_memory
 
+AGENT_MARGIN = 0.1  # of success rate, by which an agents' kind's skill beats going without
+
 
 def known_recoveries(skill: Skill) -> dict[str, str]:
     return {s["action"]: s["on_error"] for s in skill.steps if s.get("on_error")}
@@ -90,20 +92,21 @@ class SkillRecords:
         return (
             skill.support >= min(s.min_support, s.skill_min_support)
             and skill.lcb >= self.settings.activate_lcb
-            and skill.lcb > self._base_for(actions(skill), self._base_rate)
+            and self._beats(actions(skill), skill.lcb, skill.success_rate, self._base_rate)
         )
 
-    def _base_for(self, steps: Sequence[str], base: float) -> float:
-        """What acting without these steps achieves. `base` (the success rate of all the
-        episodes they are for) but for an agents' kind, where it is the rate of the
-        episodes that did not perform them in order (0 when too few did not): a person's
-        agent that mostly succeeds would otherwise never be handed what it does."""
+    def _beats(self, steps: Sequence[str], lcb: float, rate: float, base: float) -> bool:
+        """Whether following the steps does better than going without: the lower bound of
+        their success rate beats `base` (the rate of the episodes they are for). For an
+        agents' kind (outcomes mostly inferred: a turn that left a step out often looks
+        fine), their rate beats by AGENT_MARGIN that of the episodes that did not perform
+        them in order: a person's agent that mostly succeeds is handed what it does too."""
         if self._counterfactual is None:
-            return base
+            return lcb > base
         without = [e for e in self._counterfactual if not contains_in_order(e.actions, steps)]
         if len(without) < self.settings.min_support:
-            return 0.0
-        return sum(e.success for e in without) / len(without)
+            return lcb > 0.0
+        return rate >= sum(e.success for e in without) / len(without) + AGENT_MARGIN
 
     def _measure(self, skill: Skill, proc: Procedure, now: datetime) -> None:
         skill.support = proc.support
@@ -254,11 +257,8 @@ class SkillRecords:
         self._measure(skill, proc, now)
         if skill.status == "active":
             await self._publish(skill, now)
-        reason = (
-            "the steps recent successful episodes share changed"
-            if why == "steps"
-            else "learned how to recover failed steps"
-        )
+        steps = why == "steps"
+        reason = "the steps recent successes share changed" if steps else "learned recoveries"
         self._event(
             skill,
             "refined",
@@ -271,13 +271,7 @@ class SkillRecords:
         )
 
     async def _retire(
-        self,
-        skill: Skill,
-        reason: str,
-        evidence: list[str],
-        now: datetime,
-        *,
-        kind: str = "retired",
+        self, skill: Skill, why: str, evidence: list[str], now: datetime, *, kind: str = "retired"
     ) -> None:
         """Stop handing the skill out. `retired`: it stopped working, so the episodes
         before it no longer teach its task type (the window starts after them);
@@ -297,4 +291,4 @@ class SkillRecords:
                     "updated_at": now,
                 },
             )
-        self._event(skill, kind, reason, evidence, now)
+        self._event(skill, kind, why, evidence, now)
