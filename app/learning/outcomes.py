@@ -47,7 +47,8 @@ _NEGATIVE = re.compile(
 # same kind of work again in these words if it had gone well.
 _NEGATIVE_SAME_WORK = re.compile(
     r"\b(red|fails?|failing|failed|broke|broken|breaks|errors?|crash\w*|stale|wrong|"
-    r"never|still|anymore|no longer|missing|isn'?t|wasn'?t|didn'?t|doesn'?t|hasn'?t|"
+    r"never|still|anymore|no longer|missing|there'?s no|there is no|there are no|"
+    r"isn'?t|wasn'?t|didn'?t|doesn'?t|hasn'?t|"
     r"won'?t|can'?t|not (there|on|in|showing|deployed|released|applied|updated|working|fixed)|"
     r"fix (it|that|this)|sort (it|that|this) out)\b|\?\?",
     re.IGNORECASE,

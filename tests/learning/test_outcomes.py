@@ -84,6 +84,21 @@ def test_the_users_next_words(reply: str, outcome: str | None) -> None:
     assert (found.outcome if found else None) == outcome
 
 
+@pytest.mark.parametrize(
+    ("reply", "outcome"),
+    [
+        ("there's no release page for v1.2.0 on github", FAILURE),
+        ("the v1.2.0 tag isn't on github", FAILURE),
+        ("there is no new column in the table", FAILURE),
+        ("release 1.3.0 please", None),
+    ],
+)
+def test_plainer_words_on_the_same_work(reply: str, outcome: str | None) -> None:
+    found = from_reply(reply, same_work=True)
+    assert (found.outcome if found else None) == outcome
+    assert from_reply(reply) is None  # on other work they judge nothing
+
+
 def test_the_user_outweighs_the_session() -> None:
     before = _infer(("uv run pytest -q", "ok"))
     after = revised(before, from_reply("that broke the build"))
