@@ -3,8 +3,8 @@ decide retirement, merging and specialisation.
 
 A procedure is derived from the successful episodes of a window (the latest episodes
 of a task type): its steps are the actions present in at least `step_share` of them,
-ordered by how often each comes before the others (in the successes done right the first
-time, when there are a few); a step's `on_error` is the action
+ordered by how often each comes before the others (the successes done right the first
+time count most); a step's `on_error` is the action
 that most often followed its failures in successful episodes. It is then measured on
 the whole window: support (episodes that performed its steps in order), success rate,
 mean reward and the Wilson lower bound of the success rate.
@@ -21,7 +21,7 @@ from app.learning.mining import wilson_lcb, wilson_ucb
 
 MAX_EVIDENCE = 20
 NEEDED_RATIO = 0.5
-ORDER_MIN = 2  # successes done right the first time that are enough to order the steps
+FIRST_TIME_WEIGHT = 10  # a success done right the first time, to one repaired, in ordering
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,23 +77,22 @@ def measure(
 
 
 def _order(steps: set[str], wins: Sequence[EpisodeView]) -> tuple[str, ...]:
-    """The steps by how often each came before the others in the successes. Those done
-    right the first time decide when there are a few: a task put right in a later turn
-    shows what was missing, not where it goes (the fix comes after the rest)."""
-    first_time = [e for e in wins if not e.repaired]
-    if len(first_time) >= ORDER_MIN:
-        wins = first_time
+    """The steps by how often each came before the others in the successes. A task done
+    right the first time counts FIRST_TIME_WEIGHT times one put right in a later turn,
+    which shows what was missing, not where it goes (the fix comes after the rest): the
+    first decide the order, the second place what they lack."""
     before: Counter[tuple[str, str]] = Counter()
     position: Counter[str] = Counter()
     for e in wins:
+        weight = 1 if e.repaired else FIRST_TIME_WEIGHT
         first: dict[str, int] = {}
         for i, action in enumerate(e.actions):
             first.setdefault(action, i)
         for a in steps:
-            position[a] += first.get(a, len(e.actions))
+            position[a] += weight * first.get(a, len(e.actions))
             for b in steps:
                 if a != b and a in first and b in first and first[a] < first[b]:
-                    before[(a, b)] += 1
+                    before[(a, b)] += weight
     score = {a: sum(1 for b in steps if before[(a, b)] > before[(b, a)]) for a in steps}
     return tuple(sorted(steps, key=lambda a: (-score[a], position[a], a)))
 
@@ -141,11 +140,13 @@ def derive(
     say-so), those without it succeed at most half as often as those with it. An action
     present by chance, or one that only helps now and then, does not make the procedure.
     An action known to recover a chosen step's failures (`fixes`: failed action -> the
-    action that recovered it) is that step's `on_error`, not a step of its own.
+    action that recovered it) is that step's `on_error`, not a step of its own. Until one
+    success was done right the first time there is no procedure: tasks put right in a
+    later turn show what was needed, not in what order.
     """
     wins = [e for e in window if e.success]
-    if len(wins) < min_support:
-        return None
+    if len(wins) < min_support or all(e.repaired for e in wins):
+        return None  # (every success put right in a later turn: no order to go by yet)
     present: Counter[str] = Counter()
     for e in wins:
         present.update(set(e.actions))

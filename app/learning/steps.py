@@ -40,6 +40,13 @@ def learning_steps(skeletons: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def uses_skills(steps: Sequence[dict[str, Any]], outcome: str | None, told: bool) -> bool:
+    """Whether an agent's turn is a use of the skills its recall handed out: it did
+    something, and how that went is known (its outcome, or a reward that `told` the task's
+    success). A "thanks" turn, or one that ended with nothing known, says nothing of them."""
+    return bool(steps) and (outcome in ("success", "failure") or told)
+
+
 def actions_of(skeletons: list[dict[str, Any]]) -> list[str]:
     """The actions of an episode in order, signatures where it has them."""
     return [action_key(s) for s in learning_steps(skeletons)]

@@ -144,6 +144,28 @@ async def test_a_failing_check_and_the_users_next_words_decide_the_outcome(
     assert third["status"] == "open"
 
 
+async def test_a_tasks_success_does_not_overwrite_the_turn_the_user_complained_of(
+    client: httpx.AsyncClient,
+) -> None:
+    sid = str(uuid.uuid4())
+    await _turn(client, "cut release 1.7.0", _release(sid, "1.7.0")[:-1], sid=sid, cwd=SHOP)
+    push = [
+        _bash("git push origin main --tags", sid, SHOP),
+        _bash("uv run pytest -q tests/", sid, SHOP, stdout="12 passed in 1.2s"),
+    ]
+    await _turn(client, "the v1.7.0 tag isn't on github", push, sid=sid, cwd=SHOP)
+    first, second = await _episodes(client, sid)
+    assert (first["outcome"], second["outcome"]) == ("failure", "success")
+    body = {"task_id": f"claude-code:{sid}", "signals": {"task_success": True}}
+    r = await client.post("/v1/rewards", json=body)
+    assert r.status_code in (200, 201), r.text
+    scores = {e["episode_id"]: e for e in r.json()["episodes"]}
+    # The task ended well, after the second turn put the first right: the first stays a
+    # failure to learning (its score is its own), the second takes the task's success.
+    assert scores[first["id"]]["components"]["outcome"] < 1.0
+    assert scores[second["id"]]["components"]["outcome"] == 1.0
+
+
 async def test_a_reported_outcome_wins_over_an_inference(client: httpx.AsyncClient) -> None:
     sid = str(uuid.uuid4())
     await _turn(client, "cut release 1.6.0", _release(sid, "1.6.0"), sid=sid, cwd=SHOP)
@@ -189,6 +211,9 @@ async def test_a_learned_skill_comes_back_as_commands_in_its_project_only(
     assert all(p >= 0 for p in positions), text
     assert positions == sorted(positions)
     assert "project shop" in text
+    # The turn's episode applied the skill it was handed: learning credits it with the turn.
+    episode = (await _episodes(client, sid))[0]
+    assert episode["skills_applied"] == [skills["items"][0]["id"]]
 
     other = str(uuid.uuid4())
     answer = await _turn(client, "cut release 3.0.0", [], sid=other, cwd=WEB, stop=False)

@@ -57,3 +57,14 @@ def test_an_agents_turns_at_one_task_are_one_episode() -> None:
         "git tag <version>",
         "git push origin main --tags",
     )
+
+
+def test_a_turn_uses_its_skills_when_it_acted_and_how_it_went_is_known() -> None:
+    from app.learning.steps import uses_skills
+
+    step = [{"action": "git tag <version>", "status": "ok"}]
+    assert uses_skills(step, "success", False)
+    assert uses_skills(step, "failure", False)
+    assert uses_skills(step, "unknown", True)  # a reward told the task's success
+    assert not uses_skills(step, "unknown", False)
+    assert not uses_skills([], "success", True)  # "thanks": it did nothing with them

@@ -147,7 +147,7 @@ class AgentSessions:
             event,
             newest=newest,
             task_type=kind,
-            recall_id=recalled.recall_id if recalled else None,
+            recalled=recalled,
         )
         return recalled
 
@@ -209,7 +209,7 @@ class AgentSessions:
         *,
         newest: Newest | None,
         task_type: str | None,
-        recall_id: str | None = None,
+        recalled: RecallResponse | None = None,
     ) -> str:
         """The id of the session's open episode (`newest`, as just read), opened now if
         there is none."""
@@ -229,7 +229,7 @@ class AgentSessions:
             prompt=event.prompt,
             cwd=event.cwd,
             transcript_path=event.transcript_path,
-            recall_id=recall_id,
+            recalled=recalled,
         )
         try:
             await self.episodes.create(namespace, data, idempotency_key=None)

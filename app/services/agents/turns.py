@@ -14,6 +14,7 @@ from app.learning.steps import learning_steps
 from app.models import Episode
 from app.schemas.agents import Agent, AgentEvent
 from app.schemas.episode import EpisodeContext, EpisodeCreate, StepCreate, StepStatus
+from app.schemas.recall import RecallResponse
 from app.services.agents.redaction import scrub
 
 # Each of a step's input, output and error, and a prompt, is kept to this many characters.
@@ -117,15 +118,23 @@ def turn_episode(
     cwd: str | None,
     transcript_path: str | None,
     steps: list[StepCreate] | None = None,
-    recall_id: str | None = None,
+    recalled: RecallResponse | None = None,
 ) -> EpisodeCreate:
-    """The episode of one turn: the prompt as its description, the project in its context."""
+    """The episode of one turn: the prompt as its description, the project in its context,
+    the skills its recall handed the agent as the skills it applied (what learning credits
+    and measures them by)."""
     project = project_of(cwd)
     metadata: dict[str, Any] = {"session_id": session_id, "cwd": cwd}
     if transcript_path:
         metadata["transcript_path"] = transcript_path
-    if recall_id is not None:
-        metadata["recall_id"] = recall_id
+    skills: list[str] = []
+    if recalled is not None:
+        metadata["recall_id"] = recalled.recall_id
+        skills = [
+            str(m.metadata["skill_id"])
+            for m in recalled.selected
+            if m.type == "skill" and m.metadata.get("skill_id")
+        ]
     return EpisodeCreate(
         id=episode_id,
         task_id=task_of(agent, session_id),
@@ -134,6 +143,7 @@ def turn_episode(
         description=scrub(prompt, max_chars=FIELD_CHARS) if prompt else None,
         context=EpisodeContext(tags=[agent.value], features={"project": project}),
         steps=steps or [],
+        skills_applied=skills,
         metadata=metadata,
     )
 

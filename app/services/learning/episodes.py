@@ -17,7 +17,7 @@ from app.db.backends import backend_of
 from app.learning.episode_reward import Baseline, EpisodeFacts, aggregate, episode_reward, median
 from app.learning.mining import context_features, episode_patterns, pattern_id, wilson_lcb
 from app.learning.reflection import reflect
-from app.learning.steps import actions_of, learning_steps
+from app.learning.steps import actions_of, learning_steps, uses_skills
 from app.models import Reward, Skill
 from app.repositories.episode_learning import EpisodeLearningRepository
 from app.repositories.memories import MemoryRepository
@@ -169,8 +169,10 @@ class LearningService:
                 c.successes += int(success)
                 c.reward_sum += reward
                 c.evidence.append(row.id)
-            for skill in applied:
-                credit_skill(skill, row.id, success=success, reward=reward, keep=self._keep)
+            told = any(r.signals.get("task_success") is not None for r in rewards.get(row.id, []))
+            if row.agent_id not in AGENTS or uses_skills(steps, row.outcome, told):
+                for skill in applied:
+                    credit_skill(skill, row.id, success=success, reward=reward, keep=self._keep)
             memory_id: str | None = None
             if row.agent_id in AGENTS:
                 consolidated.add(task_type)  # one memory of lessons per kind, below

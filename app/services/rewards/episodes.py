@@ -37,6 +37,21 @@ async def target_episodes(
     return await EpisodeRepository(session).of_task(namespace, data.task_id)
 
 
+def _signals_for(episode: Episode, signals: dict[str, Any], *, whole_task: bool) -> dict[str, Any]:
+    """The signals a task's reward gives one of its episodes. An agent's turn that failed
+    by its own session (a failing check, the user's complaint in the next prompt) keeps
+    that failure when the task later succeeded: the task's success is where it ended, after
+    a later turn put it right, not what this turn did."""
+    if (
+        whole_task
+        and signals.get("task_success") is True
+        and episode.outcome == "failure"
+        and episode.outcome_source == "inferred"
+    ):
+        return {k: v for k, v in signals.items() if k != "task_success"}
+    return signals
+
+
 def score(reward: Reward) -> EpisodeScore:
     return EpisodeScore(
         reward_id=reward.id,
@@ -70,6 +85,7 @@ async def score_episodes(
             rewards.append(same[0])
             continue
         task_type = episode.task_type or ""
+        own = _signals_for(episode, signals, whole_task=data.episode_id is None)
         if task_type not in baselines:
             rows = await repo.recent_sizes(namespace, episode.task_type, limit=settings.window)
             baselines[task_type] = baseline_of(rows)
@@ -77,7 +93,7 @@ async def score_episodes(
             facts_of(episode),
             baseline=baselines[task_type],
             value=data.value,
-            signals=signals,
+            signals=own,
             min_baseline=settings.min_baseline,
         )
         reward = Reward(
@@ -87,7 +103,7 @@ async def score_episodes(
             task_id=episode.task_id,
             episode_id=episode.id,
             value=data.value,
-            signals=signals,
+            signals=own,
             scalar=scalar,
             components=components,
             spec_version=EPISODE_SPEC_VERSION,
