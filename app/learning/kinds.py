@@ -213,11 +213,19 @@ def unique_name(name: str, taken: Mapping[str, object]) -> str:
 def add_prompt(kind: Kind, terms: Sequence[str], vector: Vector | None = None) -> None:
     """Count a prompt's terms (and its vector) into its kind (the rarest terms are dropped
     past MAX_TERMS)."""
-    kind.prompts += 1
-    if vector is not None:
-        kind.meaning = vector.copy() if kind.meaning is None else kind.meaning + vector
-    for term in terms:
-        kind.terms[term] = kind.terms.get(term, 0) + 1
+    fold(kind, Kind(kind.id, kind.name, 1, dict.fromkeys(terms, 1), vector))
+
+
+def fold(kind: Kind, other: Kind) -> None:
+    """Count another kind's prompts (terms and meaning) into this one: a prompt, or a kind
+    whose work turned out to be this one's."""
+    kind.prompts += other.prompts
+    if other.meaning is not None:
+        kind.meaning = (
+            other.meaning.copy() if kind.meaning is None else kind.meaning + other.meaning
+        )
+    for term, n in other.terms.items():
+        kind.terms[term] = kind.terms.get(term, 0) + n
     if len(kind.terms) > MAX_TERMS:
         kept = sorted(kind.terms.items(), key=lambda kv: (-kv[1], kv[0]))[:MAX_TERMS]
         kind.terms = dict(kept)

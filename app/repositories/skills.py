@@ -56,6 +56,19 @@ class SkillRepository:
         )
         return list(await self.session.scalars(stmt))
 
+    async def active_with_prefix(self, namespace: str, prefix: str) -> list[Skill]:
+        """The active skills whose task type starts with `prefix` (a project's: `shop/`)."""
+        stmt = (
+            select(Skill)
+            .where(
+                Skill.namespace == namespace,
+                Skill.status == "active",
+                Skill.task_type.startswith(prefix, autoescape=True),
+            )
+            .order_by(Skill.created_at, Skill.id)
+        )
+        return list(await self.session.scalars(stmt))
+
     async def page(
         self,
         namespace: str,

@@ -35,6 +35,7 @@ def upgrade() -> None:
         sa.Column("terms", sa.JSON(), nullable=False),
         sa.Column("meaning", sa.LargeBinary(), nullable=True),
         sa.Column("meaning_model", sa.String(128), nullable=True),
+        sa.Column("merged_into", sa.String(64), nullable=True),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
     )

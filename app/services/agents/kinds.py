@@ -115,13 +115,6 @@ class TaskKinds:
         vector: Vector = np.asarray(rows[0], dtype=np.float32)
         return vector
 
-    def _kind(self, row: TaskKind) -> Kind:
-        meaning = None
-        if row.meaning is not None and self.embedder is not None:
-            if row.meaning_model == self.embedder.model:
-                meaning = np.frombuffer(row.meaning, dtype="<f4").copy()
-        return Kind(row.id, row.name, row.prompts, dict(row.terms), meaning)
-
     async def _file(
         self,
         namespace: str,
@@ -135,7 +128,8 @@ class TaskKinds:
         async with self.transactions.write() as session:
             repo = TaskKindRepository(session)
             rows = await repo.of_project(namespace, project, lock=True)
-            kinds = [self._kind(r) for r in rows]
+            model = self.embedder.model if self.embedder is not None else None
+            kinds = [kind_of(r, model) for r in rows if r.merged_into is None]
             before = next((k for k in kinds if k.name == previous), None)
             if before is not None and goes_on(terms, before, kinds, vector=vector):
                 return task_type_of(project, before.name)
@@ -151,13 +145,25 @@ class TaskKinds:
             else:
                 row = next(r for r in rows if r.id == best.id)
                 add_prompt(best, terms, vector)
-            row.name, row.prompts, row.terms, row.updated_at = (
-                best.name,
-                best.prompts,
-                dict(best.terms),
-                now,
-            )
-            if best.meaning is not None and self.embedder is not None:
-                row.meaning = best.meaning.astype("<f4").tobytes()
-                row.meaning_model = self.embedder.model
+            store(row, best, model, now)
         return task_type_of(project, best.name)
+
+
+def kind_of(row: TaskKind, model: str | None) -> Kind:
+    """A kind as its row holds it; its meaning only if it is `model`'s."""
+    meaning = None
+    if row.meaning is not None and model is not None and row.meaning_model == model:
+        meaning = np.frombuffer(row.meaning, dtype="<f4").copy()
+    return Kind(row.id, row.name, row.prompts, dict(row.terms), meaning)
+
+
+def store(row: TaskKind, kind: Kind, model: str | None, now: datetime) -> None:
+    """Write a kind's counts (and its meaning, `model`'s) into its row."""
+    row.name, row.prompts, row.terms, row.updated_at = (
+        kind.name,
+        kind.prompts,
+        dict(kind.terms),
+        now,
+    )
+    if kind.meaning is not None and model is not None:
+        row.meaning, row.meaning_model = kind.meaning.astype("<f4").tobytes(), model

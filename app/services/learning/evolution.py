@@ -30,6 +30,7 @@ from app.repositories.episode_learning import EpisodeLearningRepository
 from app.repositories.patterns import PatternRepository
 from app.services.learning.context_skills import ContextSkills, context_of, window_of
 from app.services.learning.derived_patterns import save_procedure_pattern, update_failure_patterns
+from app.services.learning.kind_merges import join_kind
 from app.services.learning.lessons import AGENTS
 from app.services.learning.skill_records import actions
 
@@ -119,6 +120,12 @@ class EvolutionService(ContextSkills):
         window = await self._window(namespace, task_type)
         self._counterfactual = window if self._from_agents else None
         if self._from_agents:
+            joined = await join_kind(self.session, namespace, task_type, window, now)
+            if joined is not None:
+                for skill in live:
+                    why = f"its kind of work joined {joined}"
+                    await self._retire(skill, why, list(skill.evidence), now, kind="superseded")
+                return
             s = self.settings = s.model_copy(
                 update={"skill_min_support": s.agent_skill_min_support}
             )
