@@ -17,6 +17,8 @@ PLACEHOLDER = re.compile(r"<(?:version|n|url|path|text|name)>")
 ENV_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://|[\w.-]+@[\w.-]+:")
 # A requirement with a version constraint names a package: `requests==2.31.0`, `django>=4.2,<5`.
+# A scoped npm package, with a version or not (`@tanstack/react-query@5.1.0`): not a path.
+_SCOPED = re.compile(r"@[a-z0-9][\w.-]*/[a-z0-9][\w.-]*(@\S+)?", re.IGNORECASE)
 _PIN = re.compile(r"[A-Za-z0-9_.\-\[\],]+\s*(?:===|==|>=|<=|~=|!=|<|>)")
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]*)=(?!=)(.*)", re.S)
 # Possessive quantifiers: no backtracking, whatever the word.
@@ -64,7 +66,7 @@ def classify(word: str, rules: Rules, *, assignment: bool = True, named_key: boo
         return f"{key}={'<name>' if value and inner == value else inner}"
     if any(c.isspace() for c in word):
         return "<text>"
-    if _PIN.match(word):
+    if _PIN.match(word) or _SCOPED.fullmatch(word):
         return "<name>"
     if _VERSION.fullmatch(word) and not _has_extension(word, rules):
         return "<version>"

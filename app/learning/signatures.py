@@ -28,7 +28,8 @@ A signature is then: the program (an installed program's basename, a project scr
 as written); its literal sub-command words ([literal_words]; make's targets all); flags as
 written, `--flag=value` with the value abstracted; every other word abstracted by class:
   <url>      scheme://... or git@host:...
-  <name>     a requirement with a version constraint (`requests==2.31.0`, `django>=4.2,<5`)
+  <name>     a requirement with a version constraint (`requests==2.31.0`, `django>=4.2,<5`),
+             or a scoped npm package (`@tanstack/react-query@5.1.0`)
   KEY=<..>   an assignment keeps its key (`VERSION=<version>`, `image.tag=<version>`),
              but for the commands of [shell] named_keys (`kubectl set image`: <name>=<path>)
   <version>  dotted numbers with an optional suffix, or v and a number (`v1.4.2`,
