@@ -21,6 +21,7 @@ from app.services.memories.rows import new_memory
 AGENTS = frozenset({"claude-code", "codex", "cursor"})
 MAX_LESSONS = 6
 MIN_SEEN = 2
+FAILING, FAILING_LEAVE = 0.5, 0.65  # of the best action's success rate
 
 
 def lessons_text(task_type: str, recoveries: list[tuple[str, str]], failing: list[str]) -> str:
@@ -28,7 +29,9 @@ def lessons_text(task_type: str, recoveries: list[tuple[str, str]], failing: lis
     where = f'"{kind}" work in project {project}' if project else task_type
     parts = [f"Lessons from agents' sessions of {where}:"]
     parts.extend(f"- when `{a}` fails, `{b}` fixed it" for a, b in recoveries)
-    parts.extend(f"- `{a}` often fails here: check it before relying on it" for a in failing)
+    parts.extend(
+        f"- the turns that ran `{a}` here mostly went wrong: check its result" for a in failing
+    )
     return "\n".join(parts)
 
 
@@ -48,13 +51,6 @@ class KindLessons:
         )
         # In a fixed order, so that the text changes only when the lessons do.
         fixes = sorted((p.items[0], p.items[1]) for p in recoveries[:MAX_LESSONS])
-        actions = [p for p in found if p.kind == "action" and p.support >= MIN_SEEN * 2]
-        base = max((p.success_rate for p in actions), default=0.0)
-        failing = sorted(
-            p.items[0]
-            for p in actions
-            if p.success_rate < 0.5 * base and wilson_lcb(p.successes, p.support) < 0.3
-        )[:MAX_LESSONS]
         scope = {"level": "global", "task_type": task_type, "lessons": "kind"}
         current = [
             m
@@ -63,6 +59,18 @@ class KindLessons:
             )
             if m.scope.get("lessons") == "kind" and m.scope.get("task_type") == task_type
         ]
+        actions = [p for p in found if p.kind == "action" and p.support >= MIN_SEEN * 2]
+        base = max((p.success_rate for p in actions), default=0.0)
+        # An action listed stays listed until its turns do clearly better (FAILING_LEAVE):
+        # a rate hovering at the line would write the memory again at every turn.
+        before = await self.memories.get(namespace, current[0].id) if current else None
+        listed = set((before.metadata_ if before is not None else {}).get("failing") or [])
+        failing = sorted(
+            p.items[0]
+            for p in actions
+            if wilson_lcb(p.successes, p.support) < 0.3
+            and p.success_rate < (FAILING_LEAVE if p.items[0] in listed else FAILING) * base
+        )[:MAX_LESSONS]
         if not fixes and not failing:
             return str(current[0].id) if current else None
         content = lessons_text(task_type, fixes, failing)
