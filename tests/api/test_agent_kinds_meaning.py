@@ -22,6 +22,7 @@ SHOP = "/home/dev/shop"
 KNOWN = [
     "cut release 1.4.2",
     "tag and publish the 2.1.0 release please",
+    "time to ship version 2.2.0",
     "add a discount column to the orders table and write the migration",
     "new migration: notes on the invoices table",
 ]
@@ -45,6 +46,7 @@ async def test_a_prompt_in_new_words_joins_the_kind_it_means(settings: Settings)
         assert [await _kind(client, p) for p in KNOWN] == [
             "shop/release",
             "shop/release",
+            "shop/release",
             "shop/add-discount-migration",
             "shop/add-discount-migration",
         ]
@@ -60,5 +62,5 @@ async def test_a_prompt_in_new_words_joins_the_kind_it_means(settings: Settings)
 
 
 async def test_without_an_embedder_words_alone_decide(client: httpx.AsyncClient) -> None:
-    assert [await _kind(client, p) for p in KNOWN[:2]] == ["shop/release", "shop/release"]
+    assert [await _kind(client, p) for p in KNOWN[:3]] == ["shop/release"] * 3
     assert await _kind(client, "ok, let's get v3.1.3 out") == "shop/general"

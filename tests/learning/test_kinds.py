@@ -10,6 +10,7 @@ from app.learning.kinds import (
     add_prompt,
     closest,
     goes_on,
+    meaning_cover,
     name_for,
     prompt_terms,
     unique_name,
@@ -128,3 +129,19 @@ def test_a_kind_without_a_meaning_is_judged_by_its_words() -> None:
 def test_shipments_are_not_a_release() -> None:
     assert "release" not in prompt_terms("add a column to the shipments table")
     assert prompt_terms("it ships as version 2") == ["release", "version"]
+
+
+def test_a_kind_of_one_prompt_does_not_draw_what_an_established_kind_fits_as_well() -> None:
+    provider, once = Kind("0", "provider-dependency"), Kind("1", "move-aws")
+    for _ in range(5):
+        add_prompt(provider, ["provider"], _unit(1, 0, 0))
+    add_prompt(once, ["move"], _unit(0.6, 0.8, 0))
+    kinds = [provider, once]
+    asked = _unit(0.7, 0.45, 0.55)  # a little closer to the one prompt than to the five
+    by_meaning = {k.name: meaning_cover(asked, k) for k in kinds}
+    assert by_meaning["provider-dependency"] < by_meaning["move-aws"]
+    assert by_meaning["provider-dependency"] >= 0.8 * by_meaning["move-aws"]
+    # Both are in reach: the established kind wins, by its prompts.
+    kind, score = closest([], kinds, threshold=THRESHOLD, vector=asked)
+    assert kind is provider
+    assert score == by_meaning["provider-dependency"]
