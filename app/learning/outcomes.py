@@ -50,7 +50,8 @@ _NEGATIVE_SAME_WORK = re.compile(
     r"never|still|anymore|no longer|missing|there'?s no|there is no|there are no|"
     r"isn'?t|wasn'?t|didn'?t|doesn'?t|hasn'?t|"
     r"won'?t|can'?t|not (there|on|in|showing|deployed|released|applied|updated|working|fixed)|"
-    r"fix (it|that|this)|sort (it|that|this) out)\b|\?\?",
+    r"fix (it|that|this)|sort (it|that|this) out|stuck|hangs?|hanging|timed out|exceptions?|"
+    r"panic\w*|\w*backoff|oom\w*|out of memory)\b|\?\?",
     re.IGNORECASE,
 )
 _POSITIVE = re.compile(

@@ -90,6 +90,8 @@ def test_the_users_next_words(reply: str, outcome: str | None) -> None:
         ("there's no release page for v1.2.0 on github", FAILURE),
         ("the v1.2.0 tag isn't on github", FAILURE),
         ("there is no new column in the table", FAILURE),
+        ("api pods are in ImagePullBackOff on staging", FAILURE),
+        ("the deploy is stuck, it timed out", FAILURE),
         ("release 1.3.0 please", None),
     ],
 )
