@@ -120,7 +120,9 @@ class EvolutionService(ContextSkills):
         window = await self._window(namespace, task_type)
         self._counterfactual = window if self._from_agents else None
         if self._from_agents:
-            joined = await join_kind(self.session, namespace, task_type, window, now)
+            joined = await join_kind(
+                self.session, namespace, task_type, window, now, share=s.step_share
+            )
             if joined is not None:
                 for skill in live:
                     why = f"its kind of work joined {joined}"

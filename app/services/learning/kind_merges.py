@@ -4,15 +4,17 @@ pass (EvolutionService); never commits.
 Words and meaning file a project's first prompts for a kind of work under several kinds
 before any is large enough to draw the others ("bump zod to 3.23", "move us to vite@5",
 "dependabot wants axios 1.7"). What the agents then did tells: a kind whose successes
-mostly performed another kind's active skill, its steps in order, is that kind's work. It
-joins that kind: its prompts (terms and meaning) are counted there, so that the prompts it
-would have drawn are filed there from now on; its own skills step aside. Its past episodes
-keep their task type.
+mostly performed another kind's active skill, its steps in order, is that kind's work, if
+that kind is as large (a fragment joins its kind, not the other way round). It joins it:
+its prompts (terms and meaning) are counted there, so that the prompts it would have drawn
+are filed there from now on; its own skills step aside. Its past episodes keep their task
+type.
 """
 
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -32,40 +34,51 @@ log = logging.getLogger("engram.learning")
 
 
 async def join_kind(
-    session: AsyncSession, namespace: str, task_type: str, window: list[EpisodeView], now: datetime
+    session: AsyncSession,
+    namespace: str,
+    task_type: str,
+    window: list[EpisodeView],
+    now: datetime,
+    *,
+    share: float,
 ) -> str | None:
     """The task type whose kind this one's joined, when its successes are that kind's
-    work (at least MERGE_MIN of them, and half, performed its active skill in order)."""
+    work: at least MERGE_MIN of them, and half, performed its active skill in order, the
+    skill holds more than half of the actions they share (`share` of them at least), and
+    that kind is as large at least."""
     project, sep, name = task_type.partition("/")
     wins = [e for e in window if e.success]
     if not sep or len(wins) < MERGE_MIN:
         return None
     skills = await SkillRepository(session).active_with_prefix(namespace, f"{project}/")
-    best: tuple[int, str] | None = None
+    if not any(k.task_type != task_type for k in skills):
+        return None
+    kinds = await TaskKindRepository(session).of_project(namespace, project, lock=True)
+    rows = {r.name: r for r in kinds if r.merged_into is None}
+    mine = rows.get(name)
+    own = [actions(k) for k in skills if k.task_type == task_type]
+    present = Counter(a for e in wins for a in set(e.actions))
+    common = {a for a, n in present.items() if n >= share * len(wins)}
+    best: tuple[int, int, TaskKind] | None = None  # successes that did it, its steps
     for skill in skills:
         steps = actions(skill)
-        if skill.task_type == task_type or len(steps) < WITNESS_STEPS or not skill.task_type:
+        into = rows.get(skill.task_type.partition("/")[2]) if skill.task_type else None
+        if mine is None or into is None or into is mine or len(steps) < WITNESS_STEPS:
+            continue
+        # The smaller kind joins the larger, and not one whose skill this one's holds, or
+        # one whose skill is only a part of what its successes share (a typecheck in a bump).
+        if into.prompts < mine.prompts or any(contains_in_order(o, steps) for o in own):
+            continue
+        if 2 * len(common & set(steps)) <= len(common):
             continue
         n = sum(contains_in_order(e.actions, steps) for e in wins)
-        if n >= MERGE_MIN and 2 * n >= len(wins) and (best is None or n > best[0]):
-            best = (n, skill.task_type.partition("/")[2])
-    if best is None:
+        if n >= MERGE_MIN and 2 * n >= len(wins) and (best is None or (n, len(steps)) > best[:2]):
+            best = (n, len(steps), into)  # the most specific skill they did, on a tie
+    if mine is None or best is None:
         return None
-    rows = {
-        r.name: r
-        for r in await TaskKindRepository(session).of_project(namespace, project, lock=True)
-    }
-    mine, into = rows.get(name), rows.get(best[1])
-    if mine is None or into is None or mine.merged_into is not None or into.merged_into is not None:
-        return None
+    n, _, into = best
     _merge(mine, into, now)
-    log.info(
-        "kind %s joined %s (%d of %d successes did its skill)",
-        task_type,
-        into.name,
-        best[0],
-        len(wins),
-    )
+    log.info("kind %s joined %s (%d of %d successes did its skill)", name, into.name, n, len(wins))
     return task_type_of(project, into.name)
 
 
