@@ -131,12 +131,13 @@ class EvolutionService(ContextSkills):
             s = self.settings = s.model_copy(
                 update={"skill_min_support": s.agent_skill_min_support}
             )
+        # This task type's base rate, before a candidate is judged against it.
+        self._base_rate = sum(e.success for e in window) / len(window) if window else 0.0
         for skill in live:
             self._measure(skill, measure(actions(skill), window_of(skill, window)), now)
             if skill.status == "candidate" and self._activatable(skill):
                 await self._activate(skill, now)
             await self._prune(skill, window, now)
-        self._base_rate = sum(e.success for e in window) / len(window) if window else 0.0
         found = plan(
             window,
             min_support=s.skill_min_support,
