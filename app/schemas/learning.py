@@ -10,7 +10,16 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from app.schemas import learning_examples
 from app.schemas.common import Name, Timestamp
 
-JobKind = Literal["episode.learn", "reward.credit", "skills.evolve", "reflect.pass"]
+# Every kind the worker runs (app/services/operations/jobs.py KINDS; a test holds them equal).
+JobKind = Literal[
+    "episode.learn",
+    "reward.credit",
+    "skills.evolve",
+    "reflect.pass",
+    "policy.train",
+    "policy.evaluate",
+    "policy.check",
+]
 JobStatus = Literal["queued", "running", "done", "failed", "dead"]
 PatternKind = Literal[
     "action", "sequence", "procedure", "recovery", "context", "failure", "skill_chain"

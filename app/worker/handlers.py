@@ -13,7 +13,10 @@ from app.db.engine import Transactions
 from app.models import Job
 from app.services.learning.passes import run_pass
 from app.services.operations.jobs import (
+    CREDIT,
     EVOLVE,
+    LEARN,
+    PASS,
     POLICY_CHECK,
     POLICY_EVALUATE,
     POLICY_TRAIN,
@@ -95,10 +98,10 @@ async def reflect_pass(
 
 
 HANDLERS: dict[str, Handler] = {
-    "episode.learn": learn_episodes,
-    "reward.credit": credit_rewards,
-    "skills.evolve": evolve_skills,
-    "reflect.pass": reflect_pass,
+    LEARN: learn_episodes,
+    CREDIT: credit_rewards,
+    EVOLVE: evolve_skills,
+    PASS: reflect_pass,
     POLICY_TRAIN: policy_jobs.store_training,
     POLICY_EVALUATE: policy_jobs.store_evaluation,
     POLICY_CHECK: policy_jobs.check_canary,

@@ -29,6 +29,7 @@ from app.db.engine import Transactions
 from app.models import Job
 from app.repositories.episode_learning import EpisodeLearningRepository
 from app.repositories.jobs import Claimed, JobRepository, Key
+from app.services.operations.jobs import CREDIT, EVOLVE, LEARN, PASS
 from app.worker.context import JobContext
 from app.worker.handlers import HANDLERS, PREPARE
 from app.worker.lease import gone, heartbeat, new_worker_id, stopped
@@ -107,7 +108,7 @@ class Worker:
         for namespace, job_id, kind in claimed:
             groups.setdefault((namespace, kind), []).append(job_id)
         # Learning before evolving, so that evolution sees the episodes just learned.
-        order = {"episode.learn": 0, "reward.credit": 1, "reflect.pass": 2, "skills.evolve": 3}
+        order = {LEARN: 0, CREDIT: 1, PASS: 2, EVOLVE: 3}
         try:
             async with heartbeat(self._renew, self.settings.heartbeat_interval_s):
                 for (namespace, kind), ids in sorted(

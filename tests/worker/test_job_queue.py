@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime
 
+import httpx
 import pytest
 from sqlalchemy import select
 
@@ -87,3 +88,27 @@ async def test_worker_stops_when_cancelled_as_it_is_woken(settings: Settings) ->
     finally:
         task.cancel()
         await engine.dispose()
+
+
+def test_every_kind_the_worker_runs_is_one_the_api_names() -> None:
+    from typing import get_args
+
+    from app.schemas.learning import JobKind
+    from app.services.operations.jobs import KINDS
+    from app.worker.handlers import HANDLERS, PREPARE
+
+    assert set(get_args(JobKind)) == set(KINDS) == set(HANDLERS)
+    assert set(PREPARE) <= set(HANDLERS)
+
+
+async def test_the_jobs_listing_filters_on_every_kind(client: httpx.AsyncClient) -> None:
+    from typing import get_args
+
+    from app.schemas.learning import JobKind
+
+    for kind in get_args(JobKind):
+        r = await client.get("/v1/jobs", params={"kind": kind})
+        assert r.status_code == 200, (kind, r.text)
+    r = await client.get("/v1/jobs", params={"kind": "nope"})
+    assert r.status_code == 422
+    assert r.json()["field"] == "kind"
