@@ -30,6 +30,7 @@ from app.schemas.common import (
     Name,
     storable,
 )
+from app.schemas.strict import Strict
 
 
 class StepStatus(StrEnum):
@@ -54,10 +55,6 @@ class EpisodeStatus(StrEnum):
 
 
 Scalar = str | int | float | bool | None
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 def _progress_fits_outcome(cls: type[BaseModel], value: float | None, info: ValidationInfo) -> Any:

@@ -19,6 +19,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from app.schemas import examples
 from app.schemas.common import JSON_LIMIT, TEXT_LIMIT, Ident, JsonObject, Timestamp
+from app.schemas.strict import Strict
 
 
 class MemoryType(StrEnum):
@@ -96,10 +97,6 @@ def _scope(scope: dict[str, str]) -> dict[str, str]:
 
 Scope = Annotated[dict[ScopeKey, ScopeValue], Field(max_length=16), AfterValidator(_scope)]
 Unit = Annotated[float, Field(ge=0, le=1)]
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 _SCOPE = (

@@ -10,12 +10,9 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from app.schemas import examples
 from app.schemas.common import Timestamp
+from app.schemas.strict import Strict
 
 Status = Literal["training", "candidate", "canary", "active", "standby", "retired", "failed"]
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class Window(Strict):

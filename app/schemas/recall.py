@@ -11,12 +11,9 @@ from app.schemas import examples
 from app.schemas.common import MAX_LATENCY_MS, MAX_TOKENS, Ident, Name
 from app.schemas.episode import TaskContext
 from app.schemas.memory import MemoryType, Scope, Sensitivity
+from app.schemas.strict import Strict
 
 Mode = Literal["constraint", "context", "background", "reverify_before_use"]
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 NEXT_CURSOR = "Pass as `cursor` for the next page; null on the last page"

@@ -7,7 +7,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from app.schemas import examples
-from app.schemas.memory import MemoryRead, MemoryStatus, MemoryType, Scope, Sensitivity, Strict
+from app.schemas.memory import MemoryRead, MemoryStatus, MemoryType, Scope, Sensitivity
+from app.schemas.strict import Strict
 
 
 class MemorySearch(Strict):

@@ -178,6 +178,15 @@ async def test_bad_arguments_are_tool_errors_naming_the_field(
         )
         extra = await client.call_tool("get_skill", {"skill_id": "x", "colour": "red"})
         page = await client.call_tool("list_skills", {"limit": 1_000_000})
+        nul = await client.call_tool("write_memory", {"type": "fact", "content": "a\u0000b"})
+        steps = await client.call_tool(
+            "record_episode",
+            {"task_id": "t", "steps": [{"action": "x", "input": {"k": "a\u0000"}}]},
+        )
+    assert "content: Value error, NUL characters" in error(nul)
+    assert "steps[0].input: Value error, NUL characters (\\u0000) are not accepted (at k)" in (
+        error(steps)
+    )
     assert "token_budget: Field required" in error(missing)
     assert "type: Input should be" in error(wrong)
     assert "steps[0].action: Field required" in error(unknown)

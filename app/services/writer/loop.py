@@ -165,14 +165,16 @@ class EpisodeWriter(Commands):
         async with self._turn():
             left = await self._apply_batch(commands)
         if left is None:
-            # Someone else wrote the same keys; isolate each command to give each its answer.
+            # Someone else wrote the same keys, or one command failed the group: isolate
+            # each command to give each its answer.
             for cmd in commands:
                 await self._process([cmd])
             return []
         return left
 
     async def _apply_batch(self, commands: list[Command]) -> list[Command] | None:
-        """The group commit; None when the batch conflicted and must run command by command."""
+        """The group commit; None when the batch conflicted, or failed but for an outage,
+        and must run command by command."""
         assert self._sessionmaker is not None
         batch = Batch()
         try:
@@ -205,6 +207,10 @@ class EpisodeWriter(Commands):
             return []
         except Exception as exc:
             self._count_store_error(exc)
+            if len(commands) > 1 and not is_store_outage(exc):
+                # One command's data may have failed the group: each on its own, so that
+                # the others commit and only that one gets the error.
+                return None
             if not is_store_outage(exc):  # a defect: its requests only see "internal"
                 log.exception("episode writer batch failed")
             fail(commands, as_app_error(exc))

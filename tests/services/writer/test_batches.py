@@ -178,3 +178,26 @@ async def test_a_taken_id_fails_alone(app: FastAPI) -> None:
     assert [r.row["id"] for r in results if isinstance(r, Replayed)] == ["free-1", "free-2"]
     rows = await _rows(app, "memories", "free-1", "free-2", "taken")
     assert rows["taken"]["content"] == "memory taken"
+
+
+async def test_a_row_the_store_refuses_fails_alone(app: FastAPI, backend: str) -> None:
+    """A command whose row the database refuses fails its own request; the rest of its
+    group commit is stored (the batch runs again command by command)."""
+    writer = _writer(app)
+    bad = _memory("refused") | {"metadata": {"not json": object()}}
+    if backend == "postgresql":
+        bad = _memory("refused") | {"content": "a NUL \x00 that PostgreSQL cannot store"}
+    results = await asyncio.gather(
+        writer.create_memory(_memory("ok-1"), client_id=False),
+        writer.create_memory(bad, client_id=False),
+        writer.create_memory(_memory("ok-2"), client_id=False),
+        return_exceptions=True,
+    )
+    assert isinstance(results[1], Exception)
+    assert [r.row["id"] for r in results if isinstance(r, Replayed)] == ["ok-1", "ok-2"]
+    assert set(await _rows(app, "memories", "ok-1", "ok-2")) == {"ok-1", "ok-2"}
+    async with app.state.engram.transactions.read_sessions() as session:
+        found = await session.execute(
+            text("SELECT id FROM memories WHERE namespace = :ns AND id = 'refused'"), {"ns": NS}
+        )
+        assert found.first() is None
