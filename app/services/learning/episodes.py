@@ -63,6 +63,10 @@ def judged(row: Any, rewards: Sequence[Reward], implicit: float) -> tuple[bool, 
     return success, implicit if mean is None else mean
 
 
+def _tells_success(rewards: Sequence[Reward]) -> bool:
+    return any(r.signals.get("task_success") is not None for r in rewards)
+
+
 def refresh(row: dict[str, Any]) -> None:
     """Recompute a pattern's rates from its counters."""
     support, successes = row["support"], row["successes"]
@@ -169,8 +173,9 @@ class LearningService:
                 c.successes += int(success)
                 c.reward_sum += reward
                 c.evidence.append(row.id)
-            told = any(r.signals.get("task_success") is not None for r in rewards.get(row.id, []))
-            if row.agent_id not in AGENTS or uses_skills(steps, row.outcome, told):
+            if row.agent_id not in AGENTS or uses_skills(
+                steps, row.outcome, _tells_success(rewards.get(row.id, []))
+            ):
                 for skill in applied:
                     credit_skill(skill, row.id, success=success, reward=reward, keep=self._keep)
             memory_id: str | None = None
