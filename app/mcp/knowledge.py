@@ -44,7 +44,11 @@ async def _write_memory(ctx: Ctx, data: MemoryCreate, _: dict[str, Any]) -> Any:
     who = await caller(ctx, Role.AGENT, tool="write_memory")
     state = who.state
     row, _replayed = await memory_service.create_memory(
-        state.writer, who.namespace, data, limits=state.settings.limits
+        state.writer,
+        who.namespace,
+        data,
+        limits=state.settings.limits,
+        ceiling=who.principal.max_sensitivity,
     )
     return row
 

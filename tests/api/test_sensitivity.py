@@ -81,3 +81,60 @@ async def test_a_key_cannot_create_a_key_that_reads_more(
     assert low.json()["max_sensitivity"] == "low"
     listed = (await client.get("/v1/keys", headers=auth(admin))).json()["items"]
     assert {k["max_sensitivity"] for k in listed} == {"high", "low"}
+
+
+async def test_a_key_writes_and_acts_only_at_or_below_its_cap(
+    client: httpx.AsyncClient, make_key: Callable[..., Any]
+) -> None:
+    owner = await make_key("ns", "admin", max_sensitivity="restricted")
+    agent = await make_key("ns", "agent")  # up to high
+    ids = await _memories(client, owner)
+    secret = ids["restricted"]
+    # Every way of acting on a memory above the cap is refused, naming the field...
+    for action in ("quarantine", "forget", "restore"):
+        r = await client.post(f"/v1/memories/{secret}/{action}", headers=auth(agent))
+        assert r.status_code == 403, (action, r.text)
+        assert r.json()["field"] == "sensitivity"
+        assert "up to high" in r.json()["detail"]
+    r = await client.post(
+        f"/v1/memories/{secret}/supersede", json={"content": "hunter3"}, headers=auth(agent)
+    )
+    assert r.status_code == 403, r.text
+    # ...and none of them changed it: the owner's recall still gets its own text.
+    full = (await client.get(f"/v1/memories/{secret}", headers=auth(owner))).json()
+    assert (full["status"], full["content"]) == ("active", f"restricted: {SECRET}")
+    # Nor can it write above the cap, or raise a memory it may act on above it.
+    body = {"type": "fact", "content": "a new secret", "sensitivity": "restricted"}
+    r = await client.post("/v1/memories", json=body, headers=auth(agent))
+    assert (r.status_code, r.json()["field"]) == (403, "sensitivity")
+    r = await client.post(
+        f"/v1/memories/{ids['high']}/supersede",
+        json={"content": "raised", "sensitivity": "restricted"},
+        headers=auth(agent),
+    )
+    assert (r.status_code, r.json()["field"]) == (403, "sensitivity")
+    # At or below the cap, all of it works.
+    r = await client.post(f"/v1/memories/{ids['high']}/quarantine", headers=auth(agent))
+    assert r.status_code == 200, r.text
+    r = await client.post("/v1/memories", json={**body, "sensitivity": "high"}, headers=auth(agent))
+    assert r.status_code == 201, r.text
+    listed = (await client.get("/v1/memories", headers=auth(owner))).json()["items"]
+    assert sum(m["sensitivity"] == "restricted" for m in listed) == 1
+
+
+async def test_recall_does_not_tell_a_capped_key_what_hidden_memories_match(
+    client: httpx.AsyncClient, make_key: Callable[..., Any]
+) -> None:
+    owner = await make_key("ns", "admin", max_sensitivity="restricted")
+    reader = await make_key("ns", "agent", max_sensitivity="low")
+    ids = await _memories(client, owner)
+    ask = {"task": "production database password", "token_budget": 4000, "k": 10}
+    body = (await client.post("/v1/recall", json=ask, headers=auth(reader))).json()
+    shown = {m["memory_id"] for m in body["selected"]} | {
+        s["memory_id"] for s in body["suppressed"]
+    }
+    assert shown == {ids["low"]}
+    # The key's own ask below its cap still says what it left out, and why.
+    owned = (await client.post("/v1/recall", json=ask, headers=auth(owner))).json()
+    suppressed = {s["memory_id"]: s["reason"] for s in owned["suppressed"]}
+    assert "restricted sensitivity" in suppressed[ids["restricted"]]

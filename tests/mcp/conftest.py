@@ -42,11 +42,14 @@ def namespace() -> str:
     return "ns-" + secrets.token_hex(4)
 
 
-def make_key(server: EngramServer, namespace: str, role: str = "agent") -> str:
+def make_key(
+    server: EngramServer, namespace: str, role: str = "agent", max_sensitivity: str = "high"
+) -> str:
     """A new key of `role` in `namespace`, created over the HTTP API by the operator."""
+    body = {"role": role, "namespace": namespace, "name": f"{role} for mcp tests"}
     r = httpx.post(
         f"{server.url}/v1/keys",
-        json={"role": role, "namespace": namespace, "name": f"{role} for mcp tests"},
+        json=body | {"max_sensitivity": max_sensitivity},
         headers={"Authorization": f"Bearer {OPERATOR_KEY}"},
     )
     assert r.status_code == 201, r.text

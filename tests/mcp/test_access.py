@@ -155,3 +155,30 @@ def test_only_post_is_served(open_server: EngramServer, method: str) -> None:
     # Stateless: no stream of server messages to hold open, no session to end.
     assert r.status_code == 405
     assert r.headers["allow"] == "POST"
+
+
+async def test_a_capped_key_neither_writes_nor_forgets_above_its_cap(
+    server: EngramServer, namespace: str
+) -> None:
+    owner = make_key(server, namespace, "admin", max_sensitivity="restricted")
+    with api(server, owner) as http:
+        body = {
+            "type": "fact",
+            "content": "The vault unseal key is in the safe",
+            "sensitivity": "restricted",
+        }
+        secret = http.post("/v1/memories", json=body).json()["id"]
+    agent = make_key(server, namespace)  # up to high
+    async with connect(f"{server.url}/mcp", headers=bearer(agent)) as client:
+        refused = [
+            error(await client.call_tool("write_memory", {**body, "content": "a new secret"})),
+            error(await client.call_tool("forget_memory", {"memory_id": secret})),
+        ]
+        allowed = data(await client.call_tool("write_memory", {**body, "sensitivity": "high"}))
+    for message in refused:
+        assert "Forbidden (403)" in message and "up to high" in message, message
+    assert allowed["sensitivity"] == "high"
+    with api(server, owner) as http:
+        assert http.get(f"/v1/memories/{secret}").json()["status"] == "active"
+        listed = http.get("/v1/memories", params={"sensitivity": "restricted"}).json()["items"]
+    assert [m["id"] for m in listed] == [secret]

@@ -79,6 +79,7 @@ async def create_memory(
         principal.namespace,
         body,
         limits=state.settings.limits,
+        ceiling=principal.max_sensitivity,
         idempotency_key=key,
     )
     return Answer(json_bytes(result), location=f"/v1/memories/{result['id']}", replayed=is_replay)

@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.config import Limits
-from app.core.errors import Conflict, InvalidInput, NotFound
+from app.core.errors import Conflict, Forbidden, InvalidInput, NotFound
 from app.core.ids import uuid7
 from app.models import Memory
 from app.repositories.memories import MemoryRecord, MemoryRepository
@@ -22,6 +22,7 @@ from app.schemas.memory import (
     MemoryRead,
     MemorySupersede,
     lower_sensitivity,
+    within_sensitivity,
 )
 from app.schemas.search import (
     MemoryHit,
@@ -43,17 +44,28 @@ SUPERSEDABLE = ("active", "quarantined", "contradicted")
 _READ_FIELDS = tuple(MemoryRead.model_fields)
 
 
+def writable(sensitivity: str, ceiling: str, *, what: str = "a memory") -> None:
+    """A key writes, and acts on, memories at or below the sensitivity it may read."""
+    if not within_sensitivity(sensitivity, ceiling):
+        raise Forbidden(
+            f"{what} is {sensitivity}; this key reads and writes memories up to {ceiling}",
+            field="sensitivity",
+        )
+
+
 async def create_memory(
     writer: EpisodeWriter,
     namespace: str,
     data: MemoryCreate,
     *,
     limits: Limits,
+    ceiling: str,
     idempotency_key: str | None = None,
 ) -> tuple[dict[str, Any], bool]:
     """Store a new memory through the writer's group commit; returns MemoryRead's fields
     in its order (the row comes from a validated request: no second validation) and
-    whether they are a retry's first result, replayed."""
+    whether they are a retry's first result, replayed. `ceiling`: the caller's cap."""
+    writable(data.sensitivity.value, ceiling, what="the new memory")
     check_limits(data, limits)
     now = datetime.now(UTC)
     memory_id = data.id
@@ -96,6 +108,12 @@ class MemoryService:
             raise NotFound(f"memory {memory_id!r} not found")
         return memory
 
+    async def _writable(self, namespace: str, memory_id: str) -> Memory:
+        """The memory, if the caller may act on it (at or below its cap)."""
+        memory = await self._require(namespace, memory_id)
+        writable(memory.sensitivity, self.ceiling, what=f"memory {memory_id!r}")
+        return memory
+
     async def get(self, namespace: str, memory_id: str) -> MemoryRead:
         memory = await self._require(namespace, memory_id)
         return self._read(memory, now=datetime.now(UTC))
@@ -113,7 +131,7 @@ class MemoryService:
     async def _transition(
         self, namespace: str, memory_id: str, *, allowed: tuple[str, ...], target: str
     ) -> MemoryRead:
-        memory = await self._require(namespace, memory_id)
+        memory = await self._writable(namespace, memory_id)
         if memory.status == target:
             return self._read(memory, now=datetime.now(UTC))  # repeating it changes nothing
         now = datetime.now(UTC)
@@ -147,7 +165,9 @@ class MemoryService:
     async def supersede(self, namespace: str, memory_id: str, data: MemorySupersede) -> MemoryRead:
         """A new version replaces the memory; both changes in one transaction."""
         check_limits(data, self.limits)
-        old = await self._require(namespace, memory_id)
+        old = await self._writable(namespace, memory_id)
+        if data.sensitivity is not None:
+            writable(data.sensitivity.value, self.ceiling, what="the new version")
         now = datetime.now(UTC)
         new_id = uuid7()
         marked = await self.repo.transition(

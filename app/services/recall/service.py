@@ -24,7 +24,7 @@ from app.learning.policy import decide
 from app.repositories.memories import MemoryRecord, MemoryRepository, MemoryUsageRepository
 from app.repositories.transitions import TransitionRepository
 from app.schemas.filters import MemoryFilters
-from app.schemas.memory import lower_sensitivity
+from app.schemas.memory import SENSITIVITY_ORDER, lower_sensitivity
 from app.schemas.recall import PolicyRef, RecallRequest, RecallResponse
 from app.search import Retrieval
 from app.services.memories.rows import derived_status
@@ -79,18 +79,24 @@ class RecallService:
         self.deciders = deciders
 
     async def _candidates(
-        self, namespace: str, req: RecallRequest, scope: dict[str, str], now: datetime
+        self, namespace: str, req: RecallRequest, scope: dict[str, str], now: datetime, ceiling: str
     ) -> Candidates:
         """(memory, retrieval score, rank): text matches of any status, then constraints,
-        each the best among the memories that apply to the request's scope."""
+        each the best among the memories that apply to the request's scope. A memory above
+        the caller's `ceiling` is no candidate: not even its id, or that it matched, shows."""
         types = [t.value for t in req.types] if req.types else None
+        readable = SENSITIVITY_ORDER[: SENSITIVITY_ORDER.index(ceiling) + 1]
         found: dict[str, tuple[MemoryRecord, float, int]] = {}
         retrieval: dict[str, dict[str, float | int | None]] = {}
         found_text = await self.search.rank(
             self.session,
             namespace,
             req.task,
-            MemoryFilters(types=types, applies_to=scope),
+            MemoryFilters(
+                types=types,
+                sensitivities=readable if ceiling != SENSITIVITY_ORDER[-1] else None,
+                applies_to=scope,
+            ),
             now=now,
             limit=self.settings.max_candidates,
         )
@@ -115,7 +121,11 @@ class RecallService:
         # The searches applied the scope already; the same predicate in Python, which
         # costs little, keeps their SQL and index versions from drifting from it.
         return Candidates(
-            [c for c in found.values() if scope_compatible(c[0].scope, scope)],
+            [
+                c
+                for c in found.values()
+                if scope_compatible(c[0].scope, scope) and c[0].sensitivity in readable
+            ],
             retrieval=retrieval,
             mode=found_text.mode.value,
             missing_vectors=found_text.missing_vectors,
@@ -137,7 +147,7 @@ class RecallService:
         id the key gives and keeps the request's digest, so `replay` can find it again."""
         now = datetime.now(UTC)
         scope = req.applies_to()
-        pool = await self._candidates(namespace, req, scope, now)
+        pool = await self._candidates(namespace, req, scope, now, ceiling)
         found = pool.found
         by_id = {m.id: (m, score, rank) for m, score, rank in found}
         statuses = {m.id: derived_status(m, now=now) for m, _, _ in found}
