@@ -184,6 +184,28 @@ class EpisodeLearningRepository:
             found.update({r.episode_id: r for r in await self.session.scalars(stmt)})
         return found
 
+    async def credited_by_tasks(
+        self, namespace: str, task_ids: Sequence[str]
+    ) -> dict[str, set[str]]:
+        """The skills already credited by learned episodes of each task (an agent's turns)."""
+        found: dict[str, set[str]] = {}
+        ids = sorted(set(task_ids))
+        for start in range(0, len(ids), CHUNK):
+            stmt = (
+                select(Episode.task_id, EpisodeLearning.skill_ids)
+                .join(
+                    EpisodeLearning,
+                    (EpisodeLearning.namespace == Episode.namespace)
+                    & (EpisodeLearning.episode_id == Episode.id),
+                )
+                .where(
+                    Episode.namespace == namespace, Episode.task_id.in_(ids[start : start + CHUNK])
+                )
+            )
+            for task_id, skill_ids in (await self.session.execute(stmt)).all():
+                found.setdefault(task_id, set()).update(skill_ids or [])
+        return found
+
     async def forget_reflection(self, namespace: str, episode_id: str, *, now: datetime) -> None:
         """A deleted episode's reflection goes with it (soft delete, like forget)."""
         reflection = select(EpisodeLearning.reflection_id).where(

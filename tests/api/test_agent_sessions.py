@@ -184,9 +184,8 @@ async def test_a_reported_outcome_wins_over_an_inference(client: httpx.AsyncClie
     assert again.status_code == 409
 
 
-async def test_a_learned_skill_comes_back_as_commands_in_its_project_only(
-    client: httpx.AsyncClient,
-) -> None:
+async def _learn_release(client: httpx.AsyncClient) -> dict[str, Any]:
+    """Fourteen release sessions in the shop; the skill learned from them."""
     asks = ["cut release {v}", "ship version {v}", "publish the {v} release", "release {v} please"]
     for i in range(14):
         sid = str(uuid.uuid4())
@@ -202,7 +201,14 @@ async def test_a_learned_skill_comes_back_as_commands_in_its_project_only(
     assert r.status_code == 200, r.text
     skills = (await client.get("/v1/skills", params={"task_type": "shop/release"})).json()
     assert [s["status"] for s in skills["items"]] == ["active"], skills
+    skill: dict[str, Any] = skills["items"][0]
+    return skill
 
+
+async def test_a_learned_skill_comes_back_as_commands_in_its_project_only(
+    client: httpx.AsyncClient,
+) -> None:
+    skill = await _learn_release(client)
     sid = str(uuid.uuid4())
     answer = await _turn(client, "can you tag and ship 2.0.0?", [], sid=sid, cwd=SHOP, stop=False)
     text = answer["hookSpecificOutput"]["additionalContext"]
@@ -213,12 +219,37 @@ async def test_a_learned_skill_comes_back_as_commands_in_its_project_only(
     assert "project shop" in text
     # The turn's episode applied the skill it was handed: learning credits it with the turn.
     episode = (await _episodes(client, sid))[0]
-    assert episode["skills_applied"] == [skills["items"][0]["id"]]
+    assert episode["skills_applied"] == [skill["id"]]
 
     other = str(uuid.uuid4())
     answer = await _turn(client, "cut release 3.0.0", [], sid=other, cwd=WEB, stop=False)
     text = answer.get("hookSpecificOutput", {}).get("additionalContext", "")
     assert "git tag <version>" not in text
+
+
+async def test_a_task_is_one_use_of_a_skill_however_many_turns_it_took(
+    client: httpx.AsyncClient,
+) -> None:
+    skill = await _learn_release(client)
+    sid = str(uuid.uuid4())
+    # Handed the skill, the agent's first turn fails its tests; the user asks for a fix,
+    # is handed the skill again, and the second turn puts it right.
+    first = await _turn(
+        client, "cut release 4.0.0", _release(sid, "4.0.0", ok=False), sid=sid, cwd=SHOP
+    )
+    assert "git tag <version>" in first["hookSpecificOutput"]["additionalContext"]
+    fix = [_bash("uv run pytest -q tests/", sid, SHOP, stdout="12 passed in 1.2s")]
+    await _turn(client, "the release is broken, can you fix it?", fix, sid=sid, cwd=SHOP)
+    await _turn(client, "great, thanks!", [], sid=sid, cwd=SHOP, stop=False)
+    turns = await _episodes(client, sid)
+    assert [t["skills_applied"] for t in turns[:2]] == [[skill["id"]]] * 2
+    assert [t["outcome"] for t in turns[:2]] == ["failure", "success"]
+    assert (await client.post("/v1/reflect", json={"wait": True})).status_code == 200
+    after = (await client.get(f"/v1/skills/{skill['id']}")).json()
+    # One use, judged by the turn that followed the skill: a failure. The fix is not a
+    # second use, nor a success of the skill.
+    assert after["uses"] == skill["uses"] + 1
+    assert after["successes"] == skill["successes"]
 
 
 async def test_turns_leave_one_memory_of_lessons_per_kind(client: httpx.AsyncClient) -> None:

@@ -10,11 +10,12 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.models import EpisodeLearning, Skill
+from app.models import EpisodeLearning
 from app.repositories.episode_learning import EpisodeLearningRepository
 from app.repositories.patterns import PatternRepository
 from app.repositories.skills import SkillRepository
 from app.services.learning.episodes import judged, refresh
+from app.services.learning.skill_credit import recredit_skill
 
 
 class CreditService:
@@ -65,16 +66,3 @@ class CreditService:
             "credited": len(changed),
             "task_types": sorted({r.task_type for r in changed}),
         }
-
-
-def recredit_skill(skill: Skill, episode_id: str, *, d_success: int, d_reward: float) -> None:
-    skill.successes += d_success
-    skill.reward_sum += d_reward
-    recent = []
-    for entry in skill.recent:
-        item = dict(entry)
-        if item.get("episode_id") == episode_id:
-            item["success"] = bool(item["success"]) + d_success > 0
-            item["reward"] = float(item["reward"]) + d_reward
-        recent.append(item)
-    skill.recent = recent

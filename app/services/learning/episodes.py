@@ -18,13 +18,14 @@ from app.learning.episode_reward import Baseline, EpisodeFacts, aggregate, episo
 from app.learning.mining import context_features, episode_patterns, pattern_id, wilson_lcb
 from app.learning.reflection import reflect
 from app.learning.steps import actions_of, learning_steps, uses_skills
-from app.models import Reward, Skill
+from app.models import Reward
 from app.repositories.episode_learning import EpisodeLearningRepository
 from app.repositories.memories import MemoryRepository
 from app.repositories.patterns import PatternRepository
 from app.repositories.skills import SkillRepository
 from app.services.learning.lessons import AGENTS, KindLessons
 from app.services.learning.references import Reference, References
+from app.services.learning.skill_credit import TaskCredits, credit_skill
 from app.services.memories.rows import new_memory
 
 MAX_EVIDENCE = 20
@@ -137,6 +138,8 @@ class LearningService:
             refs[task_type] = await self._references(namespace, task_type)
         names = sorted({name for r in rows for name in r.skills_applied})
         skills = await self.skills.named(namespace, names, lock=True)
+        agents = [r.task_id for r in rows if r.agent_id in AGENTS and r.skills_applied]
+        tasks = TaskCredits(await self.episodes.credited_by_tasks(namespace, agents))
         counts: dict[str, _Counts] = {}
         memories: list[dict[str, Any]] = []
         learned: list[dict[str, Any]] = []
@@ -173,11 +176,12 @@ class LearningService:
                 c.successes += int(success)
                 c.reward_sum += reward
                 c.evidence.append(row.id)
-            if row.agent_id not in AGENTS or uses_skills(
-                steps, row.outcome, _tells_success(rewards.get(row.id, []))
-            ):
-                for skill in applied:
-                    credit_skill(skill, row.id, success=success, reward=reward, keep=self._keep)
+            if row.agent_id in AGENTS:  # a use per task, by a turn that acted and was judged
+                told = _tells_success(rewards.get(row.id, []))
+                acted = uses_skills(steps, row.outcome, told)
+                applied = tasks.take(row.task_id, applied) if acted else []
+            for skill in applied:
+                credit_skill(skill, row.id, success=success, reward=reward, keep=self._keep)
             memory_id: str | None = None
             if row.agent_id in AGENTS:
                 consolidated.add(task_type)  # one memory of lessons per kind, below
@@ -290,11 +294,3 @@ class LearningService:
             row["updated_at"] = now
             refresh(row)
         await self.patterns.update_counters(changed)
-
-
-def credit_skill(skill: Skill, episode_id: str, *, success: bool, reward: float, keep: int) -> None:
-    skill.uses += 1
-    skill.successes += int(success)
-    skill.reward_sum += reward
-    entry = {"episode_id": episode_id, "success": success, "reward": reward}
-    skill.recent = [*skill.recent, entry][-keep:]
