@@ -258,7 +258,7 @@ async def get_kept_answer(
         namespace=principal.namespace,
         key=key,
         operation=f"{request.method} {request.url.path}"[:512],
-        request_digest=digest(await request.body()),
+        request_digest=digest(await request.body(), caller=principal.key_id),
     )
 
 

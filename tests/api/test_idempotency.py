@@ -194,18 +194,47 @@ async def test_keyed_rewards_keys_and_supersedes_replay(client: httpx.AsyncClien
     assert len(listed) == 2
 
 
-async def test_keyed_key_creation_makes_one_key(
+async def test_keyed_key_creation_makes_one_key_and_never_shows_its_secret_again(
     client: httpx.AsyncClient, make_key: Callable[..., Any]
 ) -> None:
     admin = {"Authorization": f"Bearer {await make_key('ns', 'admin')}", "Idempotency-Key": "k"}
     made = await client.post("/v1/keys", json={"role": "reader"}, headers=admin)
+    assert made.status_code == 201, made.text
+    # The retry learns which key was made, not its secret: only the hash is stored.
     remade = await client.post("/v1/keys", json={"role": "reader"}, headers=admin)
-    assert made.status_code == remade.status_code == 201, made.text
-    assert remade.json()["key"] == made.json()["key"]
+    assert remade.status_code == 409, remade.text
+    assert (remade.json()["field"], remade.json()["id"]) == ("Idempotency-Key", made.json()["id"])
+    assert "revoke it" in remade.json()["detail"]
+    assert made.json()["key"] not in remade.text
     listed = (await client.get("/v1/keys", headers=admin)).json()["items"]
     assert sorted(k["role"] for k in listed) == ["admin", "reader"]
     bearer = {"Authorization": f"Bearer {made.json()['key']}"}
     assert (await client.get("/v1/memories", headers=bearer)).status_code == 200
+    audit = await client.get("/v1/audit", params={"action": "key.create.replayed"}, headers=admin)
+    [event] = audit.json()["items"]
+    assert (event["target"], event["outcome"]) == (made.json()["id"], "denied")
+
+
+async def test_a_kept_answer_belongs_to_the_key_that_made_it(
+    client: httpx.AsyncClient, make_key: Callable[..., Any]
+) -> None:
+    """Two keys of one namespace under the same Idempotency-Key: the second never gets the
+    first's answer (here a recall of restricted memories), it gets a 409."""
+    wide = {"Authorization": f"Bearer {await make_key('ns', 'admin', 'restricted')}"}
+    other = {"Authorization": f"Bearer {await make_key('ns', 'admin', 'high')}"}
+    secret = {**MEMORY, "content": "The vault token is s.8f2k", "sensitivity": "restricted"}
+    assert (await client.post("/v1/memories", json=secret, headers=wide)).status_code == 201
+    ask = {"task": "vault token", "token_budget": 500, "max_sensitivity": "restricted"}
+    keyed = {"Idempotency-Key": "shared-1"}
+    first = await client.post("/v1/recall", json=ask, headers=wide | keyed)
+    assert "s.8f2k" in first.text
+    second = await client.post("/v1/recall", json=ask, headers=other | keyed)
+    assert second.status_code == 409, second.text
+    assert "s.8f2k" not in second.text
+    reward = {"task_id": "task-x", "value": 1.0}
+    await client.post("/v1/episodes", json=episode_body("task-x"), headers=wide)
+    assert (await client.post("/v1/rewards", json=reward, headers=wide | keyed)).status_code == 201
+    assert (await client.post("/v1/rewards", json=reward, headers=other | keyed)).status_code == 409
 
 
 async def test_keyed_supersede_replays(client: httpx.AsyncClient) -> None:

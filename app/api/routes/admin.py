@@ -16,7 +16,6 @@ from app.api.deps import (
     WriteSessionDep,
     client_address,
     page_size,
-    replayed,
     write_session,
 )
 from app.api.params import AuditNamespace, Cursor, KeysNamespace, Limit, path_id
@@ -45,13 +44,19 @@ async def create_key(
     session: WriteSessionDep,
     request: Request,
 ) -> KeyCreated | JSONResponse:
-    """Create an API key; the key is in this answer only (and, with an Idempotency-Key,
-    in a retry's)."""
+    """Create an API key; the key is in this answer only. A retry under the same
+    Idempotency-Key is a 409 naming the key made (its secret is not kept: revoke it and
+    create another), and is audited."""
+    keys = KeyService(session, client=client_address(request))
     if kept is not None and (first := await kept.replay(session)) is not None:
-        return replayed(first)
-    created = await KeyService(session, client=client_address(request)).create(principal, body)
-    if kept is not None:
-        await kept.keep(session, status.HTTP_201_CREATED, created.model_dump(mode="json"))
+        refused = await keys.refuse_replay(principal, first[1])
+        return JSONResponse(
+            refused.body(), status_code=refused.status_code, headers={"Idempotent-Replayed": "true"}
+        )
+    created = await keys.create(principal, body)
+    if kept is not None:  # the record without its secret: only the hash is stored
+        kept_answer = created.model_dump(mode="json", exclude={"key"})
+        await kept.keep(session, status.HTTP_201_CREATED, kept_answer)
     return created
 
 

@@ -45,7 +45,11 @@ async def recall(
     """Choose memories for a task under a token budget; the decision is logged for RL."""
     recalls = state.recalls
     result, is_replay = await recalls.recall(
-        principal.namespace, body, ceiling=principal.max_sensitivity, idempotency_key=key
+        principal.namespace,
+        body,
+        ceiling=principal.max_sensitivity,
+        idempotency_key=key,
+        caller=principal.key_id,
     )
     return Answer(result.model_dump_json(), replayed=is_replay)
 

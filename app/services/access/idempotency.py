@@ -4,7 +4,8 @@ Writes that go through the writer's group commit (memories, recalls) map a key t
 fixed id in its namespace, so the record the first request wrote is found again by the
 retry, which returns it instead of writing a second one. Writes made in a request's
 transaction (rewards, keys, supersedes) keep their answer in the same transaction
-(`KeptAnswer`). Either way the same key with another request is a 409."""
+(`KeptAnswer`). Either way the same key with another request, or from another API key,
+is a 409."""
 
 from __future__ import annotations
 
@@ -50,9 +51,12 @@ def keyed_id(namespace: str, kind: str, key: str) -> str:
     return str(uuid.uuid5(_IDS, f"{kind}\n{namespace}\n{key}"))
 
 
-def digest(body: bytes) -> str:
-    """A request's fingerprint, to tell a retry from another request under the same key."""
-    return hashlib.sha256(body).hexdigest()
+def digest(body: bytes, *, caller: str | None) -> str:
+    """A request's fingerprint, to tell a retry from another request under the same key.
+    `caller` is the API key that sent it (None in open mode): a kept answer belongs to the
+    key that made it, so another key of the namespace sending the same request under the
+    same Idempotency-Key gets a 409, never the first caller's answer."""
+    return hashlib.sha256(f"{caller or ''}\n".encode() + body).hexdigest()
 
 
 class KeyLocks:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.core.errors import Forbidden, NotFound
+from app.core.errors import Conflict, Forbidden, NotFound
 from app.models import ApiKey
 from app.repositories.api_keys import ApiKeyRepository
 from app.schemas.admin import KeyCreate, KeyCreated, KeyPage, KeyRead
@@ -64,6 +65,26 @@ class KeyService:
             name=body.name,
         )
         return KeyCreated(**to_read(record).model_dump(), key=plaintext)
+
+    async def refuse_replay(self, principal: Principal, first: dict[str, Any]) -> Conflict:
+        """A retry of a key creation (same caller, request and Idempotency-Key): the key
+        was made and its secret shown once; the attempt is audited, the answer a 409."""
+        await audit.record(
+            self.session,
+            action="key.create.replayed",
+            namespace=principal.namespace,
+            actor=principal,
+            target=first.get("id"),
+            outcome="denied",
+            client=self.client,
+        )
+        return Conflict(
+            f"key {first.get('id')} was created by the first request with this "
+            "Idempotency-Key; its secret was shown once and is not kept: revoke it and "
+            "create another",
+            field="Idempotency-Key",
+            id=first.get("id"),
+        )
 
     async def list(
         self, principal: Principal, *, namespace: str | None, cursor: str | None, limit: int

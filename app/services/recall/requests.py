@@ -52,16 +52,23 @@ class RecallRequests:
         )
 
     async def recall(
-        self, namespace: str, req: RecallRequest, *, ceiling: str, idempotency_key: str | None
+        self,
+        namespace: str,
+        req: RecallRequest,
+        *,
+        ceiling: str,
+        idempotency_key: str | None,
+        caller: str | None = None,
     ) -> tuple[RecallResponse, bool]:
         """Choose memories for a task and log the decision; True with the first answer
         when this is a retry under an Idempotency-Key (a retry waits for the first request
-        with its key; the key used for another request is a 409)."""
+        with its key; the key used for another request, or by another `caller`, the API
+        key that sent it, is a 409)."""
         key = checked_key(idempotency_key)
         if key is None:
             return await self._choose_and_log(namespace, req, ceiling=ceiling), False
         recall_id = keyed_id(namespace, "recall", key)
-        request_digest = digest(req.model_dump_json().encode())
+        request_digest = digest(req.model_dump_json().encode(), caller=caller)
         async with self.key_locks.hold(namespace, recall_id):
             async with self.transactions.read() as session:
                 first = await self._service(session).replay(
