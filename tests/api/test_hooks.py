@@ -211,6 +211,22 @@ def test_secrets_are_redacted_in_stored_steps(agent: httpx.Client) -> None:
     assert step["input"]["env"] == {"DB_PASSWORD": "[REDACTED]"}
 
 
+def test_a_secret_in_a_prompt_or_a_curl_user_is_not_stored(agent: httpx.Client) -> None:
+    sid = _session()
+    aws = "Rk3pQ9vT2mXw8LzY5nB1cD7fG4hJ6kS0aE/uWq+i"
+    prompt = payloads.user_prompt_submit(f"the new aws secret is {aws}, update the CI", sid)
+    assert agent.post(HOOK, json=prompt).status_code == 200
+    call = {"command": "curl -u admin:Zq8vPw2LmN https://ci.internal/api"}
+    event = payloads.post_tool_use("Bash", call, {"stdout": "ok", "stderr": ""}, sid)
+    assert agent.post(HOOK, json=event).status_code == 200
+    [episode] = _episodes(agent, sid)
+    stored = agent.get(f"/v1/episodes/{episode['id']}")
+    assert aws not in stored.text and "Zq8vPw2LmN" not in stored.text
+    assert stored.json()["steps"][0]["input"]["command"] == (
+        "curl -u admin:[REDACTED] https://ci.internal/api"
+    )
+
+
 def test_large_tool_output_is_bounded(agent: httpx.Client) -> None:
     sid = _session()
     big = "line of output\n" * 20_000  # 300,000 characters

@@ -23,7 +23,7 @@ REDACTED = "[REDACTED]"
 _SECRET_WORDS = (
     r"pass(?:word|wd|phrase)?|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|"
     r"private[_-]?key|client[_-]?secret|credentials?|auth(?:orization)?|session[_-]?key|"
-    r"cookie|signature|dsn"
+    r"cookie|signature|dsn|account[_-]?key|shared[_-]?access[_-]?key|sas[_-]?token"
 )
 _SECRET_NAME = re.compile(
     rf"(?:^|[^a-z0-9])(?:{_SECRET_WORDS})(?:$|[^a-z0-9])|(?:{_SECRET_WORDS})$"
@@ -41,6 +41,16 @@ def _sub(pattern: str, repl: str | Callable[[re.Match[str]], str], flags: int = 
 
 def _keep_name(match: re.Match[str]) -> str:
     return f"{match.group('name')}{match.group('sep')}{REDACTED}"
+
+
+def _if_random(match: re.Match[str]) -> str:
+    """A run of base64's alphabet redacted if it looks random: capitals, small letters
+    and digits each as often as chance gives them at least (about 16, 16 and 6 of 40)."""
+    text = match.group(0)
+    capitals = sum(c.isupper() for c in text)
+    small = sum(c.islower() for c in text)
+    digits = sum(c.isdigit() or c in "/+" for c in text)
+    return REDACTED if capitals >= 6 and small >= 6 and digits >= 2 else text
 
 
 # Applied in order: whole-secret shapes first, then the named assignments around them.
@@ -71,9 +81,41 @@ RULES: list[tuple[str, re.Pattern[str], str | Callable[[re.Match[str]], str]]] =
             r"|AIza[0-9A-Za-z_-]{35}"  # Google
             r"|(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}"  # Stripe
             r"|npm_[A-Za-z0-9]{36}"  # npm
+            r"|pypi-AgE[A-Za-z0-9_-]{40,}"  # PyPI
+            r"|hf_[A-Za-z0-9]{30,}"  # Hugging Face
+            r"|SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"  # SendGrid
+            r"|ya29\.[A-Za-z0-9_-]{20,}"  # Google OAuth access token
+            r"|dop_v1_[a-f0-9]{64}"  # DigitalOcean
+            r"|shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}"  # Shopify
+            r"|dckr_pat_[A-Za-z0-9_-]{20,}"  # Docker Hub
+            r"|glc_[A-Za-z0-9+/=_-]{30,}"  # Grafana
             r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"  # JWT
             r")",
             REDACTED,
+        ),
+    ),
+    (
+        # A bare AWS secret access key: 40 characters of base64's alphabet that look random
+        # (a git hash is lower-case hex, a path of that length has few capitals).
+        "AWS secret access key",
+        *_sub(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])", _if_random),
+    ),
+    (
+        # curl -u user:password (--user, --proxy-user), httpie -a user:password: the user stays.
+        "user and password flag",
+        *_sub(
+            r"(?P<name>(?<![\w-])(?:-u|--user|--proxy-user|-U|-a|--auth)(?:\s+|=)[\"']?[^\s:\"']+)"
+            r"(?P<sep>:)(?!\[REDACTED\])[^\s\"']+",
+            _keep_name,
+        ),
+    ),
+    (
+        # mysql -pSECRET (the password glued to -p), sshpass -p SECRET, redis-cli -a SECRET.
+        "password option",
+        *_sub(
+            r"(?P<name>\b(?:(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n|;&]*?\s-p"
+            r"|sshpass\s+-p\s*|redis-cli\b[^\n|;&]*?\s-a\s+))(?P<sep>)(?!\[REDACTED\])[^\s\"']+",
+            _keep_name,
         ),
     ),
     (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import os
+from pathlib import Path
 
 import pytest
 
@@ -122,3 +123,29 @@ def test_long_text_without_blanks_is_redacted_in_linear_time() -> None:
 
 def test_every_rule_has_a_name() -> None:
     assert all(name for name, _, _ in RULES)
+
+
+def _shapes() -> list[tuple[str, str]]:
+    path = Path(__file__).with_name("secret_shapes.txt")
+    rows = [line.split("\t") for line in path.read_text().splitlines()]
+    return [(text, secret) for text, secret in (r for r in rows if len(r) == 2)]
+
+
+@pytest.mark.parametrize(("text", "secret"), _shapes())
+def test_secrets_in_the_shapes_tools_print_them_are_redacted(text: str, secret: str) -> None:
+    assert secret not in redact_text(text)
+    assert secret not in str(redact({"command": text}))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "git show 3f786850e387550fdab836ed7e6dc881de23001b",
+        "edit src/components/HeaderNavigationBarItem2.tsx",
+        "mysql -u root -p shop",
+        "curl -u admin https://x",
+        "uv run pytest -q tests/test_orders.py -k test_total",
+    ],
+)
+def test_hashes_paths_and_prompts_for_a_password_are_kept(text: str) -> None:
+    assert redact_text(text) == text
