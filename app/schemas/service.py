@@ -37,14 +37,14 @@ class Readiness(BaseModel):
     search_index: dict[str, Any] | None = Field(
         default=None,
         description="The in-process search index's size and state, where one is kept "
-        "(SQLite); absent otherwise",
+        "(SQLite); absent otherwise, and for a caller without an operator key",
     )
     search: dict[str, Any] | None = Field(
         default=None,
         description="`mode`: how memories are searched by default (lexical, or hybrid with "
         "an embedder); `embeddings`: the model, the vector size, the memories `pending` "
         "(not embedded yet), how many this process `embedded` and at what rate "
-        "(`per_second`), and the vector index's state",
+        "(`per_second`), and the vector index's state (for an operator key only)",
     )
 
 

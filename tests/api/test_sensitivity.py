@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+from fastapi import FastAPI
 
 from tests.conftest import auth
 
@@ -138,3 +139,23 @@ async def test_recall_does_not_tell_a_capped_key_what_hidden_memories_match(
     owned = (await client.post("/v1/recall", json=ask, headers=auth(owner))).json()
     suppressed = {s["memory_id"]: s["reason"] for s in owned["suppressed"]}
     assert "restricted sensitivity" in suppressed[ids["restricted"]]
+
+
+async def test_ready_shows_its_counts_to_an_operator_only(
+    app: FastAPI, client: httpx.AsyncClient, make_key: Callable[..., Any]
+) -> None:
+    owner = await make_key("ns", "admin", max_sensitivity="restricted")
+    operator = await make_key("ops", "operator", max_sensitivity="restricted")
+    await _memories(client, owner)
+    bare = {
+        "status": "ready",
+        "stores": {"sql": "ok", "blobs": "ok"},
+        "search": {"mode": "lexical"},
+    }
+    for headers in ({}, auth(owner), auth("egk_not-a-key")):
+        r = await client.get("/ready", headers=headers)
+        assert (r.status_code, r.json()) == (200, bare)
+    full = (await client.get("/ready", headers=auth(operator))).json()
+    index = app.state.engram.search.lexical.stats()  # kept in process: SQLite's
+    assert full.get("search_index") == index
+    assert {k: v for k, v in full.items() if k != "search_index"} == bare

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
-from app.api.deps import StateDep
+from app.api.deps import StateDep, get_principal
+from app.core.errors import AppError
 from app.embeddings.backlog import pending
 from app.schemas.service import Health, Readiness
+from app.services.access.auth import Role
 
 router = APIRouter(tags=["health"])
+log = logging.getLogger("engram.api")
 
 
 # Probes answer without a key: the document's global bearer requirement does not apply.
@@ -38,8 +42,9 @@ async def health_head() -> Response:
     responses={503: {"model": Readiness, "description": "A store does not answer"}},
     openapi_extra=PUBLIC,
 )
-async def ready(state: StateDep) -> Any:
-    """Readiness: both stores answer."""
+async def ready(request: Request, state: StateDep) -> Any:
+    """Readiness: both stores answer. The search index's and the embeddings' figures
+    (counts across every namespace) are for an operator's key (or open mode) only."""
     stores: dict[str, str] = {}
     try:
         async with state.engine.connect() as conn:
@@ -54,11 +59,15 @@ async def ready(state: StateDep) -> Any:
         stores["blobs"] = f"unavailable: {exc}"
     ok = all(v == "ok" for v in stores.values())
     body: dict[str, Any] = {"status": "ready" if ok else "unavailable", "stores": stores}
+    body["search"] = {"mode": state.search.default_mode.value}
+    if not ok:
+        return JSONResponse(body, status_code=503)
+    if not await _operator(request):  # (who asks is known only while the database answers)
+        return body
     index = state.search.lexical.stats()
     if index is not None:
         body["search_index"] = index
-    body["search"] = {"mode": state.search.default_mode.value}
-    if state.search.embedder is not None and ok:
+    if state.search.embedder is not None:
         embeddings = state.backlog.stats() if state.backlog is not None else {}
         body["search"]["embeddings"] = {
             "model": state.search.embedder.model,
@@ -67,4 +76,16 @@ async def ready(state: StateDep) -> Any:
             **embeddings,
             "index": state.search.vectors.stats() if state.search.vectors else None,
         }
-    return body if ok else JSONResponse(body, status_code=503)
+    return body
+
+
+async def _operator(request: Request) -> bool:
+    """Whether the caller may see the service's figures: an operator (open mode is one)."""
+    try:
+        principal = await get_principal(request)
+    except AppError:  # no key, a wrong one, or too many wrong ones
+        return False
+    except Exception:  # the database went away since SELECT 1: no figures, no 500
+        log.warning("readiness could not tell who asks", exc_info=True)
+        return False
+    return principal.at_least(Role.OPERATOR)
