@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import typer
 
 log = logging.getLogger("engram.mcp")
+READ_TIMEOUT_S = 300.0  # a tool call (a reflection that waits) may take minutes
 
 
 def endpoint(url: str) -> str:
@@ -39,15 +40,71 @@ async def _report(response: Any) -> None:
         )
 
 
+UNREACHABLE = -32000  # JSON-RPC's range for a server's own errors
+
+
+def _answering_transport(url: str) -> Any:
+    """An HTTP transport that answers for an Engram that does not: a request the service
+    never got (it is down, restarting, or not at `url`) gets a JSON-RPC error naming the
+    URL, so the MCP client shows the reason instead of waiting forever."""
+    import httpx2
+
+    class Answering(httpx2.AsyncBaseTransport):
+        def __init__(self) -> None:
+            self.inner = httpx2.AsyncHTTPTransport()
+
+        async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+            try:
+                return await self.inner.handle_async_request(request)
+            except httpx2.TransportError as exc:
+                reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                log.warning("Engram at %s did not answer (%s)", url, reason)
+                answer: httpx2.Response = _unreachable(request, url, reason)
+                return answer
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
+
+    return Answering()
+
+
+def _unreachable(request: Any, url: str, reason: str) -> Any:
+    """What a request that never reached the service is answered with: a JSON-RPC error
+    for a request, 202 for a notification or a response, 405 for the event stream."""
+    import json
+
+    import httpx2
+
+    if request.method != "POST":
+        return httpx2.Response(405, request=request)
+    try:
+        message = json.loads(request.content or b"null")
+    except ValueError:
+        message = None
+    if not isinstance(message, dict) or "method" not in message or "id" not in message:
+        return httpx2.Response(202, request=request)
+    error = {
+        "code": UNREACHABLE,
+        "message": f"Engram is not reachable at {url} ({reason}): start it with `engram serve`, "
+        "or point ENGRAM_URL (--url) at it",
+    }
+    body = {"jsonrpc": "2.0", "id": message["id"], "error": error}
+    return httpx2.Response(200, json=body, request=request)
+
+
 async def relay(url: str, key: str | None) -> None:
     """Relay between this process's stdin/stdout and `url` until stdin closes."""
     import anyio
+    import httpx2
     from mcp.client.streamable_http import streamable_http_client
     from mcp.server.stdio import stdio_server
-    from mcp.shared._httpx_utils import create_mcp_http_client
 
     headers = {"Authorization": f"Bearer {key}"} if key else {}
-    http = create_mcp_http_client(headers=headers)
+    http = httpx2.AsyncClient(
+        headers=headers,
+        timeout=httpx2.Timeout(10.0, read=READ_TIMEOUT_S),
+        transport=_answering_transport(url),
+    )
     # A refused key shows in the client's log of this process, not only as a failed call.
     http.event_hooks["response"].append(_report)
     async with (
@@ -71,7 +128,7 @@ def mcp_command(
         typer.Option(
             "--url", envvar="ENGRAM_URL", help="The Engram service (its base URL or its /mcp URL)"
         ),
-    ] = "http://127.0.0.1:8000",
+    ] = "http://127.0.0.1:8080",
     key: Annotated[
         str | None,
         typer.Option(
@@ -97,3 +154,13 @@ def mcp_command(
         anyio.run(relay, endpoint(url), key)
     except KeyboardInterrupt:
         pass
+    except Exception as exc:  # one line for the person reading the client's log
+        reason = "; ".join(str(leaf) or type(leaf).__name__ for leaf in _leaves(exc))
+        typer.echo(f"engram mcp: the relay to {endpoint(url)} stopped: {reason}", err=True)
+        raise typer.Exit(1) from None
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]

@@ -176,7 +176,8 @@ async def test_a_capped_key_neither_writes_nor_forgets_above_its_cap(
         ]
         allowed = data(await client.call_tool("write_memory", {**body, "sensitivity": "high"}))
     for message in refused:
-        assert "Forbidden (403)" in message and "up to high" in message, message
+        assert "Forbidden (403)" in message, message
+        assert "up to high" in message, message
     assert allowed["sensitivity"] == "high"
     with api(server, owner) as http:
         assert http.get(f"/v1/memories/{secret}").json()["status"] == "active"
