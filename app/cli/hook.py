@@ -14,6 +14,7 @@ import sys
 import threading
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
@@ -82,12 +83,17 @@ def exchange(
     """Post `event` to `url` + `path` and return Engram's JSON answer; a HookFailed says
     why there is none."""
     body = json.dumps(event).replace("\\u0000", "").encode()
-    request = urllib.request.Request(
-        url.rstrip("/") + path,
-        data=body,
-        method="POST",
-        headers={"Content-Type": "application/json"},
-    )
+    try:
+        request = urllib.request.Request(
+            url.rstrip("/") + path,
+            data=body,
+            method="POST",
+            headers={"Content-Type": "application/json"},
+        )
+    except ValueError as exc:
+        raise HookFailed(
+            f"ENGRAM_URL (--url) {url!r} is not a URL Engram answers at: {exc}"
+        ) from None
     if key:
         request.add_header("Authorization", f"Bearer {key}")
     out: dict[str, Any] = {}
@@ -113,21 +119,35 @@ def _say(reason: str) -> None:
     typer.echo(f"engram hook: {reason}", err=True)
 
 
+def _answer(work: Callable[[], dict[str, Any]], default: Callable[[], dict[str, Any]]) -> None:
+    """Print what `work` answers, or the agent's safe `default` whatever goes wrong (the
+    reason on stderr); the hook exits 0 either way."""
+    try:
+        answer = work()
+    except HookFailed as exc:
+        _say(str(exc))
+        answer = default()
+    except (ValueError, UnicodeError) as exc:
+        _say(f"the input is not a hook event: {exc}")
+        answer = default()
+    except RecursionError:
+        _say("the input is not a hook event: it is nested too deep")
+        answer = default()
+    except Exception as exc:  # never a traceback in the agent's session
+        _say(f"failed ({type(exc).__name__}: {exc})")
+        answer = default()
+    typer.echo(json.dumps(answer))
+
+
 @hook_cli.command("claude-code")
 def claude_code(url: Url = DEFAULT_URL, key: Key = None, timeout: Timeout = 3.0) -> None:
     """Post a Claude Code hook event (JSON on stdin) to Engram; print its answer."""
-    try:
+
+    def work() -> dict[str, Any]:
         event = _parsed(sys.stdin.buffer.read(_STDIN_BYTES), bulky=_CLAUDE_CODE_BULKY)
-    except (ValueError, UnicodeError) as exc:
-        _say(f"stdin is not a hook event: {exc}")
-        typer.echo("{}")
-        return
-    try:
-        answer = exchange(event, url=url, path="/v1/hooks/claude-code", key=key, timeout=timeout)
-    except HookFailed as exc:
-        _say(str(exc))
-        answer = {}
-    typer.echo(json.dumps(answer))
+        return exchange(event, url=url, path="/v1/hooks/claude-code", key=key, timeout=timeout)
+
+    _answer(work, dict)
 
 
 @hook_cli.command("cursor")
@@ -136,19 +156,18 @@ def cursor(url: Url = DEFAULT_URL, key: Key = None, timeout: Timeout = 3.0) -> N
     any failure, the hook's safe default: allow, continue)."""
     from app.services.agents.payloads import cursor_answer
 
-    try:
+    seen: dict[str, Any] = {}
+
+    def work() -> dict[str, Any]:
         event = _parsed(sys.stdin.buffer.read(_STDIN_BYTES), bulky=_CURSOR_BULKY)
-    except (ValueError, UnicodeError) as exc:
-        _say(f"stdin is not a hook event: {exc}")
-        typer.echo("{}")
-        return
-    name = event.get("hook_event_name")
-    try:
-        answer = exchange(event, url=url, path="/v1/hooks/cursor", key=key, timeout=timeout)
-    except HookFailed as exc:
-        _say(str(exc))
-        answer = cursor_answer(name, None) if isinstance(name, str) else {}
-    typer.echo(json.dumps(answer))
+        seen["name"] = event.get("hook_event_name")
+        return exchange(event, url=url, path="/v1/hooks/cursor", key=key, timeout=timeout)
+
+    def default() -> dict[str, Any]:
+        name = seen.get("name")
+        return cursor_answer(name, None) if isinstance(name, str) else {}
+
+    _answer(work, default)
 
 
 @hook_cli.command("codex")
@@ -158,11 +177,14 @@ def codex(
     key: Key = None,
     timeout: Timeout = 3.0,
 ) -> None:
-    """Post a Codex notification (its `notify` program's JSON argument) to Engram."""
+    """Post a Codex notification (its `notify` program's JSON argument) to Engram (Codex
+    reads no answer: nothing is printed)."""
     try:
         event = _parsed(payload, bulky=_CODEX_BULKY)
         exchange(event, url=url, path="/v1/hooks/codex", key=key, timeout=timeout)
-    except ValueError as exc:
-        _say(f"the argument is not a Codex notification: {exc}")
     except HookFailed as exc:
         _say(str(exc))
+    except (ValueError, UnicodeError, RecursionError) as exc:
+        _say(f"the argument is not a Codex notification: {exc or 'nested too deep'}")
+    except Exception as exc:  # never a traceback in the agent's session
+        _say(f"failed ({type(exc).__name__}: {exc})")

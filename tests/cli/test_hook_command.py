@@ -107,6 +107,15 @@ def test_a_closed_port_answers_empty_and_exits_0(tmp_path: Path) -> None:
     assert "Engram unreachable" in result.stderr
 
 
+@pytest.mark.parametrize("url", ["notaurl", "http://[::1", "ftp://127.0.0.1:1"])
+def test_a_url_that_is_no_url_answers_empty_and_exits_0(url: str) -> None:
+    result = hook(payloads.stop(), ENGRAM_URL=url)
+    assert (result.returncode, result.stdout.strip()) == (0, "{}")
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert "engram hook:" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 def test_a_server_that_never_answers_is_given_up_on(tmp_path: Path) -> None:
     with socket.socket() as listener:  # accepts connections (the backlog), never replies
         listener.bind(("127.0.0.1", 0))
@@ -120,9 +129,11 @@ def test_a_server_that_never_answers_is_given_up_on(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("stdin", "reason"),
     [
-        (b"", "stdin is not a hook event"),
-        (b"{not json", "stdin is not a hook event"),
+        (b"", "the input is not a hook event"),
+        (b"{not json", "the input is not a hook event"),
         (b"[1, 2]", "not an object"),
+        (b'{"a": ' + b"[" * 5000 + b"]" * 5000 + b"}", "nested too deep"),
+        (b'{"tool_input": ' + b"[" * 5000 + b"]" * 5000 + b"}", "nested too deep"),
     ],
 )
 def test_bad_stdin_answers_empty_and_exits_0(
