@@ -116,7 +116,7 @@ def test_cursor_failures_answer_the_safe_default(server: EngramServer) -> None:
         assert "Engram unreachable" in result.stderr
     bad = cursor(b"{not json", "--url", server.url)
     assert (bad.returncode, bad.stdout.strip()) == (0, "{}")
-    assert "stdin is not a hook event" in bad.stderr
+    assert "the input is not a hook event" in bad.stderr
     # The server refuses a payload without a conversation: the default answer still.
     refused = cursor(
         {"hook_event_name": "beforeSubmitPrompt"}, "--url", server.url, "--key", _key(server)
