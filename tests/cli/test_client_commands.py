@@ -266,3 +266,25 @@ def test_failures_are_one_line_and_exit_code_1(server: EngramServer) -> None:
         assert result.returncode == 1
         assert len(result.stderr.strip().splitlines()) == 1
         assert "Traceback" not in result.stderr
+
+
+def test_minari_without_the_client_extra_names_the_extra(
+    server: EngramServer, tmp_path: Path
+) -> None:
+    # The command as it runs where minari is not installed (an import of it fails).
+    without = "import sys; sys.modules['minari'] = None; from app.cli import main; main()"
+    args = ["export", "dataset", "--format", "minari", "-o", str(tmp_path / "m")]
+    result = subprocess.run(
+        [sys.executable, "-c", without, *args],
+        env={**os.environ, "ENGRAM_URL": server.url, "ENGRAM_KEY": KEY},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        "engram: --format minari needs minari: pip install 'engram[client]' "
+        "(or write --format parquet or ndjson)"
+    ]
+    assert not (tmp_path / "m").exists()

@@ -213,10 +213,18 @@ def _minari(
     dataset_id: str,
 ) -> int:
     """The transitions as NDJSON in the folder (resumable), then the Minari dataset there."""
-    from engram_client.dataset import minari_dataset, ndjson_rows
-
     if filters["table"] != "transitions":
         fail("--format minari: only the transitions table makes a Minari dataset")
+    try:
+        import gymnasium  # noqa: F401
+        import minari  # noqa: F401
+    except ImportError as exc:
+        fail(
+            f"--format minari needs {exc.name or 'minari'}: pip install 'engram[client]' "
+            "(or write --format parquet or ndjson)"
+        )
+    from engram_client.dataset import minari_dataset, ndjson_rows
+
     output.mkdir(parents=True, exist_ok=True)
     spool = output / "transitions.ndjson"
     engram.dataset.download(spool, format="ndjson", resume=resume, progress=progress, **filters)
