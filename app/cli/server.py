@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 import time
 from typing import Annotated
 
@@ -70,9 +71,12 @@ def serve(
     if workers > 1 and (why := asyncio.run(refusal(settings))) is not None:
         typer.echo(f"engram: --workers {workers}: {why}", err=True)
         raise typer.Exit(2)
+    # The port first: taken, it is the one line to read, before any migration runs.
+    sock = _bind(settings.host, settings.port)
     # The lifespan checks this too; checking first gives a clean message and exit code.
     asyncio.run(_preflight(settings))
     if workers > 1:
+        sock.close()  # the replicas bind it themselves, sharing it
         serve_replicas(settings, workers)
         return
     # The preflight has migrated (when asked to): the lifespan need not do it again.
@@ -88,9 +92,30 @@ def serve(
         http=protocol_with(settings.limits.header_timeout_s),
     )
     server = uvicorn.Server(config)
-    server.run()
+    server.run(sockets=[sock])
     if not server.started:
         raise typer.Exit(3)
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """The listening socket's address taken now (uvicorn listens on it); a port in use
+    stops `engram serve` with one line naming the setting."""
+    from app.core.errors import StartupRefused
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise StartupRefused(
+            f"ENGRAM_PORT (--port): {host}:{port} cannot be bound ({exc.strerror or exc}): "
+            "another process listens there (another `engram serve`?); stop it or pick "
+            "another port"
+        ) from None
+    sock.set_inheritable(True)
+    return sock
 
 
 def migrate(

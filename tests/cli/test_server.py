@@ -3,6 +3,8 @@ stored episodes' payloads (ENGRAM_BLOB_STORE changed without moving them)."""
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
 from app.core.config import Settings
@@ -27,3 +29,14 @@ async def test_serve_refuses_a_payload_store_without_the_episodes_payloads(
     assert f"ENGRAM_BLOB_STORE={served}" in line
     assert "engram backup" in line
     assert "engram restore --force" in line
+
+
+def test_a_port_in_use_is_one_line_before_anything_else(settings: Settings) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        refused = engram(settings, "serve", "--port", str(port), ENGRAM_HOST="127.0.0.1")
+    line = one_line_error(refused)
+    assert f"ENGRAM_PORT (--port): 127.0.0.1:{port} cannot be bound" in line
+    assert "another `engram serve`" in line
