@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -44,9 +45,10 @@ def keys_create(
         typer.echo("max-sensitivity: one of low, medium, high, restricted", err=True)
         raise typer.Exit(2)
 
-    async def _create(session: AsyncSession) -> tuple[ApiKey, str]:
+    async def _create(session: AsyncSession) -> tuple[ApiKey, str, Left]:
         from app.services.access import audit
 
+        left = await _left_in_open_mode(session, namespace)
         record, plaintext = await create_key(
             session,
             namespace=namespace,
@@ -64,15 +66,53 @@ def keys_create(
             max_sensitivity=max_sensitivity,
             name=name,
         )
-        return record, plaintext
+        return record, plaintext, left
 
-    record, plaintext = with_session(_create)
+    from app.services.access.auth import DEFAULT_NAMESPACE as DEFAULT
+
+    record, plaintext, left = with_session(_create)
     typer.echo(f"id:        {record.id}", err=True)
     typer.echo(f"namespace: {record.namespace}", err=True)
     typer.echo(f"role:      {record.role}", err=True)
     typer.echo(f"reads up to: {record.max_sensitivity} sensitivity", err=True)
     typer.echo("The key is shown once; store it now.", err=True)
+    if left.first_key:
+        typer.echo("The first key: open mode has ended, every request needs a key now.", err=True)
+    if left.memories or left.episodes:
+        typer.echo(
+            f"Note: the {left.memories} memories and {left.episodes} episodes written "
+            f"without a key are in namespace `{DEFAULT}`, which this key ({namespace}) does "
+            f"not see; a key created with --namespace {DEFAULT} reaches them.",
+            err=True,
+        )
     typer.echo(plaintext)
+
+
+@dataclass(frozen=True)
+class Left:
+    """What open mode left behind for a new key of another namespace."""
+
+    first_key: bool
+    memories: int
+    episodes: int
+
+
+async def _left_in_open_mode(session: AsyncSession, namespace: str) -> Left:
+    from sqlalchemy import func, select
+
+    from app.models import ApiKey, Episode, Memory
+    from app.services.access.auth import DEFAULT_NAMESPACE as DEFAULT
+
+    first = not await session.scalar(select(func.count()).select_from(ApiKey))
+    if namespace == DEFAULT:
+        return Left(first, 0, 0)
+    memories = await session.scalar(
+        select(func.count()).select_from(Memory).where(Memory.namespace == DEFAULT)
+    )
+    episodes = await session.scalar(
+        select(func.count()).select_from(Episode).where(Episode.namespace == DEFAULT)
+    )
+    return Left(first, int(memories or 0), int(episodes or 0))
 
 
 @keys_cli.command("list")

@@ -137,3 +137,15 @@ async def test_auth_mode_keys_never_runs_open(settings: Settings) -> None:
     async with running(create_app(strict)) as client:
         assert (await client.get("/v1/episodes")).status_code == 401
         assert (await client.get("/health")).status_code == 200
+
+
+async def test_the_services_address_points_a_person_to_the_dashboard_and_the_docs(
+    settings: Settings,
+) -> None:
+    strict = settings.model_copy(update={"auth_mode": AuthMode.KEYS})
+    async with running(create_app(strict)) as client:  # no key needed to be told where to go
+        r = await client.get("/")
+        assert r.status_code == 200, r.text
+        assert (r.json()["dashboard"], r.json()["api_docs"]) == ("/ui", "/docs")
+        for path in (r.json()["health"], r.json()["openapi"]):
+            assert (await client.get(path)).status_code == 200

@@ -14,6 +14,8 @@ import httpx
 import pytest
 
 from app.core.config import Settings
+from app.main import create_app
+from tests.conftest import episode_body, running
 from tests.server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,6 +75,26 @@ def test_migrate_and_keys(settings: Settings) -> None:
     assert engram(settings, "keys", "revoke", key_id).returncode == 0
     assert "revoked" in engram(settings, "keys", "list").stdout
     assert engram(settings, "keys", "revoke", key_id).returncode == 1
+
+
+async def test_a_first_key_of_another_namespace_says_where_open_mode_wrote(
+    settings: Settings,
+) -> None:
+    async with running(create_app(settings)) as client:  # open mode: namespace default
+        assert (await client.post("/v1/episodes", json=episode_body())).status_code == 201
+        body = {"type": "fact", "content": "the staging DB is db-2"}
+        assert (await client.post("/v1/memories", json=body)).status_code == 201
+    created = engram(settings, "keys", "create", "--namespace", "team-a")
+    assert created.returncode == 0, created.stderr
+    assert "open mode has ended" in created.stderr
+    assert "the 1 memories and 1 episodes written without a key are in namespace `default`" in (
+        created.stderr
+    )
+    assert "--namespace default" in created.stderr
+    # A key of default itself, or a second key, has nothing more to say.
+    again = engram(settings, "keys", "create", "--namespace", "default")
+    assert "open mode" not in again.stderr
+    assert "Note:" not in again.stderr
 
 
 def test_keys_create_rejects_bad_input(settings: Settings) -> None:

@@ -23,6 +23,18 @@ log = logging.getLogger("engram.api")
 PUBLIC: dict[str, Any] = {"security": []}
 
 
+@router.get("/", include_in_schema=False)
+async def root() -> dict[str, Any]:
+    """Where a person who opened the service's address goes next."""
+    return {
+        "service": "engram",
+        "dashboard": "/ui",
+        "api_docs": "/docs",
+        "openapi": "/openapi.json",
+        "health": "/health",
+    }
+
+
 @router.get("/health", response_model=Health, openapi_extra=PUBLIC)
 async def health() -> dict[str, str]:
     """Liveness: the process answers."""
