@@ -64,6 +64,36 @@ class JobRepository:
         query = select(Job.id).where(_due(now)).limit(1)
         return (await self.session.scalars(query)).first() is not None
 
+    async def bury_exhausted(self, *, now: datetime) -> list[Claimed]:
+        """Dead-letter the due jobs whose attempts are used up: only a job whose worker
+        stopped while running it (a crash, a kill: no failure was recorded) is due again
+        so, and a job that takes its worker down each time would otherwise be claimed,
+        and take the next worker down, forever. Their (namespace, id, kind)."""
+        query = (
+            select(Job.namespace, Job.id, Job.kind)
+            .where(_due(now), Job.attempts >= Job.max_attempts)
+            .with_for_update(skip_locked=True)
+        )
+        buried = [(ns, jid, kind) for ns, jid, kind in await self.session.execute(query)]
+        keys = [(ns, jid) for ns, jid, _ in buried]
+        for start in range(0, len(keys), 500):
+            await self.session.execute(
+                update(JOBS)
+                .where(tuple_(JOBS.c.namespace, JOBS.c.id).in_(keys[start : start + 500]))
+                .values(
+                    status="dead",
+                    last_error=(
+                        "its worker stopped while running it, at each of its attempts "
+                        "(a crash or a kill; no error was recorded): it is not run again"
+                    ),
+                    locked_until=None,
+                    claimed_by=None,
+                    finished_at=now,
+                    updated_at=now,
+                )
+            )
+        return buried
+
     async def claim(
         self, *, now: datetime, lease_s: float, limit: int, worker: str
     ) -> list[Claimed]:

@@ -94,10 +94,20 @@ class Worker:
 
     async def claim(self, *, limit: int) -> list[Claimed]:
         """Take up to `limit` due jobs: this worker's until their lease passes."""
+        now = datetime.now(UTC)
         async with self.session() as session:
-            claimed = await JobRepository(session).claim(
-                now=datetime.now(UTC), lease_s=self.settings.lease_s, limit=limit, worker=self.id
+            repo = JobRepository(session)
+            buried = await repo.bury_exhausted(now=now)
+            claimed = await repo.claim(
+                now=now, lease_s=self.settings.lease_s, limit=limit, worker=self.id
             )
+        for namespace, job_id, kind in buried:
+            log.error(
+                "job dead-lettered: its worker stopped while running it at each attempt",
+                extra={"job_id": job_id, "namespace": namespace, "kind": kind},
+            )
+            if self.metrics is not None:
+                self.metrics.job_failed(kind, dead=True)
         self._held.update((namespace, job_id) for namespace, job_id, _ in claimed)
         return claimed
 

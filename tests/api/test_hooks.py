@@ -221,7 +221,8 @@ def test_a_secret_in_a_prompt_or_a_curl_user_is_not_stored(agent: httpx.Client) 
     assert agent.post(HOOK, json=event).status_code == 200
     [episode] = _episodes(agent, sid)
     stored = agent.get(f"/v1/episodes/{episode['id']}")
-    assert aws not in stored.text and "Zq8vPw2LmN" not in stored.text
+    assert aws not in stored.text
+    assert "Zq8vPw2LmN" not in stored.text
     assert stored.json()["steps"][0]["input"]["command"] == (
         "curl -u admin:[REDACTED] https://ci.internal/api"
     )

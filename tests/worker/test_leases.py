@@ -186,3 +186,28 @@ def test_the_heartbeat_defaults_to_a_third_of_the_lease_and_must_be_shorter() ->
     assert Learning(lease_s=30, heartbeat_s=5).heartbeat_interval_s == 5
     with pytest.raises(ValueError, match="shorter than the lease"):
         Learning(lease_s=30, heartbeat_s=30)
+
+
+async def test_a_job_that_takes_its_worker_down_each_time_is_dead_lettered(
+    transactions: Transactions, gates: Gates
+) -> None:
+    """A poison job: each worker that claims it stops without a word (a crash, a kill),
+    so no failure is ever recorded. Once its attempts are used up, the next worker buries
+    it instead of running it (and going down with it), and says why."""
+    row = job_row("p", WAIT, key="p", payload={}, now=datetime.now(UTC), max_attempts=2)
+    async with transactions.write() as session:
+        await JobRepository(session).insert_many([row])
+    for _ in range(2):  # two workers take it and die with it (their leases pass)
+        taken = await Worker(transactions, Learning(lease_s=0.05)).claim(limit=1)
+        assert [c[0] for c in taken] == ["p"]
+        await asyncio.sleep(0.1)
+    [job] = await jobs(transactions)
+    assert (job.status, job.attempts) == ("running", 2)
+    await queue(transactions, "q")
+    survivor = Worker(transactions, Learning())
+    assert await survivor.run_once() == 1  # "q" ran; "p" did not
+    assert gates.ran == ["q"]
+    found = {j.namespace: j for j in await jobs(transactions)}
+    assert (found["p"].status, found["q"].status) == ("dead", "done")
+    assert "its worker stopped while running it" in (found["p"].last_error or "")
+    assert await survivor.run_once() == 0  # and it stays buried
