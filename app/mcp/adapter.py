@@ -20,6 +20,7 @@ from app.api.body import json_bytes
 from app.api.deps import AppState, check_role
 from app.core.errors import AppError, Forbidden
 from app.services.access.auth import Principal, Role
+from app.services.access.idempotency import checked_key
 
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
@@ -34,6 +35,8 @@ class Caller:
 
     state: AppState
     principal: Principal
+    # The Idempotency-Key the HTTP request carried: a write tool retried under it writes once.
+    idempotency_key: str | None = None
 
     @property
     def namespace(self) -> str:
@@ -56,7 +59,11 @@ async def caller(ctx: Ctx, role: Role, *, tool: str) -> Caller:
         await check_role(request, principal, role, target=f"mcp tool {tool}")
     except Forbidden as exc:
         raise ToolError(f"Forbidden: {exc.message}") from exc
-    return Caller(state, principal)
+    try:
+        key = checked_key(request.headers.get("idempotency-key"))
+    except AppError as exc:
+        raise ToolError(describe(exc)) from exc
+    return Caller(state, principal, key)
 
 
 def describe(exc: AppError) -> str:

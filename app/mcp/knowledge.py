@@ -49,6 +49,7 @@ async def _write_memory(ctx: Ctx, data: MemoryCreate, _: dict[str, Any]) -> Any:
         data,
         limits=state.settings.limits,
         ceiling=who.principal.max_sensitivity,
+        idempotency_key=who.idempotency_key,
     )
     return row
 

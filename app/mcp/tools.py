@@ -37,7 +37,9 @@ async def _recall(ctx: Ctx, data: RecallRequest, _: dict[str, Any]) -> Any:
 
 async def _record_episode(ctx: Ctx, data: EpisodeCreate, _: dict[str, Any]) -> Any:
     who = await caller(ctx, Role.AGENT, tool="record_episode")
-    result = await who.state.episodes.create(who.namespace, data, idempotency_key=None)
+    result = await who.state.episodes.create(
+        who.namespace, data, idempotency_key=who.idempotency_key
+    )
     return dumped(EpisodeSummary.model_validate(result.row))
 
 

@@ -249,3 +249,42 @@ async def test_keyed_supersede_replays(client: httpx.AsyncClient) -> None:
     # Without the key, the retry finds the memory superseded: a 409.
     assert (await client.post(f"/v1/memories/{old}/supersede", json=new)).status_code == 409
     assert await _memory_count(client) == 2
+
+
+async def test_keyed_step_appends_add_their_steps_once(
+    client: httpx.AsyncClient, make_key: Callable[..., Any]
+) -> None:
+    agent = {"Authorization": f"Bearer {await make_key('ns', 'agent')}"}
+    other = {"Authorization": f"Bearer {await make_key('ns', 'agent')}"}
+    body = episode_body("task-s", steps=1)
+    del body["outcome"], body["verdict"]
+    eid = (await client.post("/v1/episodes", json=body, headers=agent)).json()["id"]
+    step = {"tool": "shell", "action": "pytest", "status": "ok"}
+    keyed = agent | {"Idempotency-Key": "append-1"}
+    answers = await asyncio.gather(
+        *(client.post(f"/v1/episodes/{eid}/steps", json=[step], headers=keyed) for _ in range(5))
+    )
+    assert all(r.status_code == 200 for r in answers), [r.text for r in answers]
+    assert {r.json()["step_count"] for r in answers} == {2}
+    # Another append under the key, or the same one from another key, is a conflict.
+    changed = await client.post(
+        f"/v1/episodes/{eid}/steps", json=[{**step, "action": "ruff"}], headers=keyed
+    )
+    assert (changed.status_code, changed.json()["field"]) == (409, "Idempotency-Key")
+    theirs = other | {"Idempotency-Key": "append-1"}
+    assert (
+        await client.post(f"/v1/episodes/{eid}/steps", json=[step], headers=theirs)
+    ).status_code == 409
+    # A new key adds; the first one's retry still adds nothing, even once it is completed.
+    again = agent | {"Idempotency-Key": "append-2"}
+    assert (await client.post(f"/v1/episodes/{eid}/steps", json=[step], headers=again)).json()[
+        "step_count"
+    ] == 3
+    done = await client.post(
+        f"/v1/episodes/{eid}/complete", json={"outcome": "success"}, headers=agent
+    )
+    assert done.status_code == 200, done.text
+    late = await client.post(f"/v1/episodes/{eid}/steps", json=[step], headers=keyed)
+    assert (late.status_code, late.json()["step_count"]) == (200, 3)
+    full = (await client.get(f"/v1/episodes/{eid}", headers=agent)).json()
+    assert [s["action"] for s in full["steps"]] == ["step_0", "pytest", "pytest"]

@@ -183,3 +183,22 @@ async def test_a_capped_key_neither_writes_nor_forgets_above_its_cap(
         assert http.get(f"/v1/memories/{secret}").json()["status"] == "active"
         listed = http.get("/v1/memories", params={"sensitivity": "restricted"}).json()["items"]
     assert [m["id"] for m in listed] == [secret]
+
+
+async def test_write_tools_retried_under_an_idempotency_key_write_once(
+    server: EngramServer, namespace: str
+) -> None:
+    key = make_key(server, namespace)
+    fact = {"type": "fact", "content": "The release branch is cut on Thursdays"}
+    episode = {"task_id": "t-1", "action": "cut the branch", "outcome": "success"}
+    keyed = bearer(key) | {"Idempotency-Key": "retry-1"}
+    written, recorded = [], []
+    for _ in range(2):  # the client's retry: the same calls under the same key
+        async with connect(f"{server.url}/mcp", headers=keyed) as client:
+            written.append(data(await client.call_tool("write_memory", fact))["id"])
+            recorded.append(data(await client.call_tool("record_episode", episode))["id"])
+    assert written[0] == written[1]
+    assert recorded[0] == recorded[1]
+    with api(server, key) as http:
+        assert [m["id"] for m in http.get("/v1/memories").json()["items"]] == written[:1]
+        assert [e["id"] for e in http.get("/v1/episodes").json()["items"]] == recorded[:1]

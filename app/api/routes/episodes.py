@@ -10,6 +10,7 @@ from app.api.deps import (
     AgentDep,
     AppState,
     EpisodeServiceDep,
+    HeldKeyDep,
     ReaderDep,
     SessionDep,
     SettingsDep,
@@ -31,6 +32,7 @@ from app.schemas.episode import (
 from app.schemas.episode_read import EpisodePage, EpisodeRead, EpisodeSummary
 from app.schemas.filters import EpisodeFilters
 from app.services.access.auth import Principal, Role
+from app.services.access.idempotency import IDEMPOTENCY_HEADER
 
 router = APIRouter(prefix="/v1/episodes", tags=["episodes"])
 
@@ -116,14 +118,17 @@ async def get_episode(
     "/{episode_id}/steps",
     response_model=EpisodeSummary,
     responses=error_responses(401, 403, 404, 409, 413, 422, 503),
+    openapi_extra={"parameters": [IDEMPOTENCY_HEADER]},
 )
 async def append_steps(
     episode_id: EpisodeId,
     body: StepsAppend | StepCreate | list[StepCreate],
+    key: HeldKeyDep,
     principal: AgentDep,
     service: EpisodeServiceDep,
 ) -> EpisodeSummary:
-    """Add one step, or many (`{"steps": [...]}` or a list), to an open episode."""
+    """Add one step, or many (`{"steps": [...]}` or a list), to an open episode. A retry
+    under the same Idempotency-Key adds them once."""
     if isinstance(body, StepsAppend):
         steps = body.steps
     elif isinstance(body, StepCreate):
@@ -132,7 +137,13 @@ async def append_steps(
         steps = body
     if not steps:
         raise InvalidInput("steps: at least one step", field="steps")
-    return await service.append_steps(principal.namespace, _episode_id(episode_id), steps)
+    return await service.append_steps(
+        principal.namespace,
+        _episode_id(episode_id),
+        steps,
+        idempotency_key=key,
+        caller=principal.key_id,
+    )
 
 
 @router.post(

@@ -24,6 +24,9 @@ class StepsPayload:
 
     skeletons: list[dict[str, Any]]
     chunk: bytes
+    # An append made under an Idempotency-Key: (key, request digest). Kept in the first
+    # skeleton, so that a retry finds the steps it already added (writer/episodes.py).
+    keyed: tuple[str, str] | None = None
 
     @property
     def nbytes(self) -> int:

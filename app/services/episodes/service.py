@@ -18,7 +18,7 @@ from app.schemas.episode import EpisodeComplete, EpisodeContext, EpisodeCreate, 
 from app.schemas.episode_read import EpisodePage, EpisodeRead, EpisodeSummary, StepRead
 from app.schemas.filters import EpisodeFilters
 from app.services import pagination
-from app.services.access.idempotency import checked_key
+from app.services.access.idempotency import checked_key, digest
 from app.services.episodes.records import build_episode, prepare_steps
 from app.services.writer import EpisodeWriter, Replayed
 from app.storage.blobs import BlobStore, episode_prefix, parse_episode_key
@@ -57,14 +57,24 @@ class EpisodeService:
         return await self.writer.create(new)
 
     async def append_steps(
-        self, namespace: str, episode_id: str, steps: list[StepCreate]
+        self,
+        namespace: str,
+        episode_id: str,
+        steps: list[StepCreate],
+        *,
+        idempotency_key: str | None = None,
+        caller: str | None = None,
     ) -> EpisodeSummary:
-        """Add steps to an open episode."""
+        """Add steps to an open episode. Under an Idempotency-Key, a retry (the same steps
+        from the same `caller`, the API key) adds nothing and answers the episode."""
         if len(steps) > self.limits.max_steps:
             raise PayloadTooLarge(
                 f"steps: {len(steps)} steps, the limit is {self.limits.max_steps}", field="steps"
             )
         payload = prepare_steps(steps, limits=self.limits, where="steps", rules=self.rules)
+        key = checked_key(idempotency_key)
+        if key is not None:
+            payload.keyed = (key, digest(payload.chunk, caller=caller))
         row = await self.writer.append((namespace, episode_id), payload)
         return EpisodeSummary.model_validate(row)
 

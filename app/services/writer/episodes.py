@@ -13,6 +13,20 @@ from app.services.writer.commands import Batch, Command, Replayed
 from app.storage.blobs import episode_chunk_key
 
 EPISODE_KINDS = {"create", "append", "complete", "delete"}
+APPEND_KEY, APPEND_DIGEST = "append_key", "append_digest"
+
+
+def _appended(row: dict[str, Any], key: str, digest: str) -> bool:
+    """Whether the episode holds the steps of an append made under `key` already (a 409
+    if that append sent other steps, or came from another API key)."""
+    for skeleton in row["steps"]:
+        if skeleton.get(APPEND_KEY) == key:
+            if skeleton.get(APPEND_DIGEST) != digest:
+                raise Conflict(
+                    "this Idempotency-Key added other steps to the episode", field="Idempotency-Key"
+                )
+            return True
+    return False
 
 
 class EpisodeDecisions:
@@ -52,6 +66,9 @@ class EpisodeDecisions:
     def append(self, batch: Batch, cmd: Command) -> None:
         row = _existing(batch, cmd.key)
         steps: StepsPayload = cmd.data
+        if steps.keyed is not None and _appended(row, *steps.keyed):
+            batch.results.append((cmd.future, dict(row)))  # a retry: they are there already
+            return
         if row["status"] != "open":
             raise Conflict("the episode is completed; steps can no longer be added", field="steps")
         total = row["step_count"] + len(steps.skeletons)
@@ -63,8 +80,12 @@ class EpisodeDecisions:
         ns, eid = cmd.key
         batch.puts[episode_chunk_key(ns, eid, row["step_count"])] = steps.chunk
         added = step_totals(steps.skeletons)
+        skeletons = steps.skeletons
+        if steps.keyed is not None:
+            key, digest = steps.keyed
+            skeletons = [{**skeletons[0], APPEND_KEY: key, APPEND_DIGEST: digest}, *skeletons[1:]]
         changes = {
-            "steps": [*row["steps"], *steps.skeletons],
+            "steps": [*row["steps"], *skeletons],
             "step_count": total,
             "payload_bytes": row["payload_bytes"] + steps.nbytes,
             "updated_at": datetime.now(UTC),
