@@ -254,10 +254,12 @@ class SkillRecords:
         before = skill.steps
         skill.steps = skill_steps(proc)
         skill.version += 1
+        steps = why == "steps"
+        if steps:  # retirement judges these steps on their own uses, not the old ones'
+            skill.recent = []
         self._measure(skill, proc, now)
         if skill.status == "active":
             await self._publish(skill, now)
-        steps = why == "steps"
         reason = "the steps recent successes share changed" if steps else "learned recoveries"
         self._event(
             skill,
