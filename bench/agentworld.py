@@ -53,6 +53,9 @@ from bench.agentsessions import PAIRS, memory_plan, new_task, play
 from tests.server import EngramServer
 
 HOOK = "/v1/hooks/claude-code"
+# The events after which learning may have work: a turn ends, a session ends, a prompt
+# judges the turn before.
+SETTLE_AFTER = ("Stop", "SessionEnd", "UserPromptSubmit")
 
 
 @dataclass
@@ -92,16 +95,20 @@ class _Client:
 
 
 async def settle(client: httpx.AsyncClient, *, timeout: float = 300.0) -> dict[str, int]:
-    """Wait until the server's worker has run every job that is due; the job counts."""
+    """Wait until the server's worker has run every job that is due and embedded every
+    memory waiting for it; the job counts. A real session's events come seconds apart,
+    time enough for both: waiting for them makes a run of a seed the same every time."""
     deadline = time.monotonic() + timeout
     while True:
         counts: dict[str, int] = (await client.get("/v1/jobs", params={"limit": 1})).json()[
             "counts"
         ]
-        if not counts.get("queued") and not counts.get("running"):
+        search = (await client.get("/ready")).json().get("search", {})
+        pending = (search.get("embeddings") or {}).get("pending", 0)
+        if not counts.get("queued") and not counts.get("running") and not pending:
             return counts
         if time.monotonic() > deadline:
-            raise TimeoutError(f"jobs still due after {timeout:.0f} s: {counts}")
+            raise TimeoutError(f"still due after {timeout:.0f} s: {counts}, {pending} to embed")
         await asyncio.sleep(0.01)
 
 
@@ -131,6 +138,8 @@ async def world_figures(
         played = play(task, plan, rng)
         for event in played.events:
             await hooks.send(event)
+            if event["hook_event_name"] in SETTLE_AFTER:
+                await settle(client)
         if rewards:
             body = {
                 "task_id": f"claude-code:{task.session_id}",
