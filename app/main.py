@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 
 from fastapi import Depends, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from app.api.body import refuse_nul
 from app.api.deps import AppState
@@ -224,6 +225,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(AccessLog, log_requests=settings.log_requests, load=load, metrics=metrics)
     app.add_middleware(SecurityHeaders)
     app.add_middleware(RequestContext)
+    if settings.trusted_proxies:
+        # Outermost: everything inside sees the client's address and scheme, as the
+        # trusted proxy forwarded them (uvicorn's own middleware, given our list).
+        app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=settings.trusted_proxies)
     app.state.metrics = metrics
     # Routes are tried in order, and each one tried costs (matching POST /v1/recall
     # behind the episode and memory routes took 40 µs, first 11 µs): the calls agents make

@@ -90,6 +90,12 @@ class Settings(BaseSettings):
     # Web origins (scheme://host[:port]) whose pages may call the API from a browser;
     # none by default, so a page of another site is refused.
     cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # Addresses (IPs or networks, comma separated) of the proxies in front of the service
+    # whose X-Forwarded-For and X-Forwarded-Proto are believed: the client's address (rate
+    # limits, the audit log) and https (the dashboard's Secure cookie). None by default.
+    trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # How long a dashboard sign-in lasts.
+    ui_session_hours: float = Field(default=12.0, gt=0, le=24 * 30)
     migrate_on_start: bool = True
     sqlite_synchronous: SQLiteSynchronous = SQLiteSynchronous.FULL
     sqlite_busy_timeout_ms: int = Field(default=5000, ge=0)
@@ -118,7 +124,7 @@ class Settings(BaseSettings):
     embeddings: Embeddings = Embeddings()
     agents: Agents = Agents()
 
-    @field_validator("allowed_hosts", "cors_origins", mode="before")
+    @field_validator("allowed_hosts", "cors_origins", "trusted_proxies", mode="before")
     @classmethod
     def _comma_separated(cls, value: Any) -> Any:
         if isinstance(value, str):
@@ -135,6 +141,19 @@ class Settings(BaseSettings):
                     "http://localhost:3000 (a wildcard is not accepted)"
                 )
         return [origin.rstrip("/") for origin in value]
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _proxies(cls, value: list[str]) -> list[str]:
+        for proxy in value:
+            try:
+                ipaddress.ip_network(proxy, strict=False)
+            except ValueError:
+                raise ValueError(
+                    f"{proxy!r} is not an IP address or network: write e.g. 10.0.0.5 or "
+                    "172.16.0.0/12 (a name is not accepted)"
+                ) from None
+        return value
 
     @property
     def trusted_hosts(self) -> list[str]:

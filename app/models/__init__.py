@@ -1,5 +1,5 @@
 from app.models.agents import TaskKind
-from app.models.api_key import ApiKey
+from app.models.api_key import ApiKey, DashboardSession
 from app.models.audit import AuditEvent
 from app.models.base import Base
 from app.models.episode import Episode
@@ -15,6 +15,7 @@ __all__ = [
     "ApiKey",
     "AuditEvent",
     "Base",
+    "DashboardSession",
     "Episode",
     "EpisodeLearning",
     "EpisodePayload",

@@ -25,3 +25,17 @@ class ApiKey(Base):
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
     __table_args__ = (Index("ix_api_keys_namespace", "namespace"),)
+
+
+class DashboardSession(Base):
+    """A dashboard sign-in: the browser's cookie holds a random token, this row its hash
+    (never the API key). It ends at `expires_at`, at sign-out, or when its key is revoked."""
+
+    __tablename__ = "dashboard_sessions"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)  # SHA-256 of the token
+    key_id: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+    __table_args__ = (Index("ix_dashboard_sessions_key", "key_id"),)

@@ -1,13 +1,13 @@
-"""SQL for API keys."""
+"""SQL for API keys and the dashboard's sign-ins made with them."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import func, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.models import ApiKey
+from app.models import ApiKey, DashboardSession
 from app.repositories import keyset
 
 
@@ -55,3 +55,39 @@ class ApiKeyRepository:
         )
         result = await self.session.execute(stmt)
         return bool(getattr(result, "rowcount", 0))
+
+
+class DashboardSessionRepository:
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    async def open(self, row: DashboardSession, *, now: datetime) -> None:
+        """Keep a new sign-in (and forget the ones that have expired)."""
+        await self.session.execute(
+            delete(DashboardSession).where(DashboardSession.expires_at < now)
+        )
+        self.session.add(row)
+        await self.session.flush()
+
+    async def key_of(self, token_hash: str, *, now: datetime) -> ApiKey | None:
+        """The key a sign-in was made with, while the sign-in lasts and the key is valid."""
+        stmt = (
+            select(ApiKey)
+            .join(DashboardSession, DashboardSession.key_id == ApiKey.id)
+            .where(
+                DashboardSession.id == token_hash,
+                DashboardSession.expires_at > now,
+                ApiKey.revoked_at.is_(None),
+            )
+        )
+        return (await self.session.execute(stmt)).scalar_one_or_none()
+
+    async def close(self, token_hash: str) -> None:
+        await self.session.execute(
+            delete(DashboardSession).where(DashboardSession.id == token_hash)
+        )
+
+    async def close_all_of(self, key_id: str) -> None:
+        await self.session.execute(
+            delete(DashboardSession).where(DashboardSession.key_id == key_id)
+        )

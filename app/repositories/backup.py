@@ -10,12 +10,17 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.db.backends import backend_of
-from app.models import Base, EpisodePayload, PendingEmbedding
+from app.models import Base, DashboardSession, EpisodePayload, PendingEmbedding
 
 # Not archived: the payloads travel as the archive's payloads section, whichever store
 # keeps them; the memories waiting for a vector are put back on the list by the trigger
-# that restoring each memory fires (those with a vector are taken off it unembedded).
-LEFT_OUT = {EpisodePayload.__tablename__, PendingEmbedding.__tablename__}
+# that restoring each memory fires (those with a vector are taken off it unembedded);
+# dashboard sign-ins end with the database they were made on.
+LEFT_OUT = {
+    EpisodePayload.__tablename__,
+    PendingEmbedding.__tablename__,
+    DashboardSession.__tablename__,
+}
 
 
 def tables() -> list[Table]:

@@ -20,6 +20,7 @@ from app.services.policies.service import PolicyService
 from app.ui import plots
 from app.ui.session import (
     COOKIE,
+    ENDED,
     LoginRequest,
     SignInNeeded,
     UIPrincipal,
@@ -81,12 +82,13 @@ def _service(session: SessionDep, state: StateDep) -> DashboardService:
 
 
 async def on_sign_in_needed(request: Request, exc: Exception) -> Response:
-    """A page asked for without a valid key: to the sign-in page (the stale cookie goes)."""
+    """A page asked for without a valid session: to the sign-in page (the stale cookie
+    goes)."""
     assert isinstance(exc, SignInNeeded)
-    target = "/ui/login?revoked=1" if exc.message else "/ui/login"
+    target = "/ui/login?ended=1" if exc.message else "/ui/login"
     response = RedirectResponse(target, status_code=303)
     if exc.message:
-        sign_out(request, response)
+        await sign_out(request, response)
     return response
 
 
@@ -100,8 +102,8 @@ async def static(name: str) -> Response:
 
 
 @router.get("/ui/login")
-async def login_page(request: Request, revoked: bool = False) -> HTMLResponse:
-    message = "That key is no longer valid: sign in again." if revoked else None
+async def login_page(request: Request, ended: bool = False) -> HTMLResponse:
+    message = ENDED if ended else None
     return _render(
         request, "login.html", None, message=message, open_mode=await is_open_mode(request)
     )
@@ -118,7 +120,7 @@ async def login(request: Request, body: LoginRequest) -> Response:
 @router.post("/ui/logout", status_code=204)
 async def logout(request: Request) -> Response:
     response = Response(status_code=204)
-    sign_out(request, response)
+    await sign_out(request, response)
     return response
 
 

@@ -1,14 +1,20 @@
-"""The dashboard's sign-in: an API key checked by the Authenticator, kept in a cookie.
+"""The dashboard's sign-in: an API key checked by the Authenticator once, then a session.
 
-The cookie is HttpOnly (no script reads it), SameSite=Strict (no other site's page, link
-or form sends it), limited to /ui (the JSON API never takes it: its callers send the key
-in a header) and Secure over https. Signing in and out are JSON POSTs: a page elsewhere
-cannot send JSON here without a CORS preflight, and RequestGuard refuses a request whose
-Origin is another site's before any route runs.
+The cookie holds a random token whose hash names a row of `dashboard_sessions` (never the
+key itself): the session ends when it expires (ENGRAM_UI_SESSION_HOURS), at sign-out, and
+when its key is revoked. The cookie is HttpOnly (no script reads it), SameSite=Strict (no
+other site's page, link or form sends it), limited to /ui (the JSON API never takes it:
+its callers send the key in a header) and Secure over https (behind a TLS proxy, list the
+proxy in ENGRAM_TRUSTED_PROXIES so that its X-Forwarded-Proto is believed). Signing in and
+out are JSON POSTs: a page elsewhere cannot send JSON here without a CORS preflight, and
+RequestGuard refuses a request whose Origin is another site's before any route runs.
 """
 
 from __future__ import annotations
 
+import hashlib
+import secrets
+from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
 from fastapi import Depends, Request, Response
@@ -16,10 +22,17 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.deps import AppState, client_address
 from app.core.errors import Unauthorized
-from app.services.access.auth import Principal
+from app.models import DashboardSession
+from app.repositories.api_keys import DashboardSessionRepository
+from app.services.access.auth import Principal, Role
 
-COOKIE = "engram_ui_key"
+COOKIE = "engram_ui_session"
 PATH = "/ui"
+ENDED = "Your session ended (signed out elsewhere, expired, or its key was revoked): sign in again."
+
+
+def _hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
 
 
 class LoginRequest(BaseModel):
@@ -45,14 +58,19 @@ class SignInNeeded(Exception):
 
 
 async def signed_in(request: Request) -> Principal:
-    """The principal of the cookie's key (or open mode's, when it has none)."""
+    """The principal of the cookie's session (or open mode's, when there is none)."""
     state: AppState = request.app.state.engram
     token = request.cookies.get(COOKIE) or None
-    try:
-        return await state.auth.authenticate(token, client=client_address(request))
-    except Unauthorized as exc:
-        # A revoked key's cookie says why; a missing one needs no message.
-        raise SignInNeeded(exc.message if token else None) from exc
+    if token is None:
+        try:
+            return await state.auth.authenticate(None, client=client_address(request))
+        except Unauthorized as exc:
+            raise SignInNeeded(None) from exc
+    async with state.transactions.read() as session:
+        key = await DashboardSessionRepository(session).key_of(_hash(token), now=datetime.now(UTC))
+    if key is None:
+        raise SignInNeeded(ENDED)
+    return Principal(key.namespace, Role(key.role), key.id, key.max_sensitivity)
 
 
 async def is_open_mode(request: Request) -> bool:
@@ -66,12 +84,23 @@ async def is_open_mode(request: Request) -> bool:
 
 
 async def sign_in(request: Request, response: Response, body: LoginRequest) -> Principal:
-    """Check the key (401 if invalid, 429 past a burst of wrong keys) and set the cookie."""
+    """Check the key (401 if invalid, 429 past a burst of wrong keys), open a session and
+    set its cookie."""
     state: AppState = request.app.state.engram
     principal = await state.auth.authenticate(body.key, client=client_address(request))
+    assert principal.key_id is not None  # a key was given: never open mode's principal
+    token = secrets.token_urlsafe(32)
+    now = datetime.now(UTC)
+    lasts = timedelta(hours=state.settings.ui_session_hours)
+    row = DashboardSession(
+        id=_hash(token), key_id=principal.key_id, created_at=now, expires_at=now + lasts
+    )
+    async with state.transactions.write() as session:
+        await DashboardSessionRepository(session).open(row, now=now)
     response.set_cookie(
         COOKIE,
-        body.key,
+        token,
+        max_age=int(lasts.total_seconds()),
         path=PATH,
         httponly=True,
         samesite="strict",
@@ -80,7 +109,14 @@ async def sign_in(request: Request, response: Response, body: LoginRequest) -> P
     return principal
 
 
-def sign_out(request: Request, response: Response) -> None:
+async def sign_out(request: Request, response: Response) -> None:
+    """End the cookie's session (on the server: the cookie is worth nothing after) and
+    clear the cookie."""
+    token = request.cookies.get(COOKIE)
+    if token:
+        state: AppState = request.app.state.engram
+        async with state.transactions.write() as session:
+            await DashboardSessionRepository(session).close(_hash(token))
     response.delete_cookie(
         COOKIE, path=PATH, httponly=True, samesite="strict", secure=request.url.scheme == "https"
     )

@@ -5,6 +5,7 @@ Docker in tests/system/test_compose_layout.py)."""
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
 import shlex
@@ -347,3 +348,17 @@ def test_the_wheel_holds_every_file_the_code_reads(tmp_path: Path) -> None:
     }
     assert wanted
     assert wanted - names == set()
+
+
+def test_the_replicas_behind_the_proxy_trust_its_address_and_only_it() -> None:
+    """Each client its own rate limit, and https seen through Caddy: the replicas believe
+    X-Forwarded-* from the proxy's fixed address on compose's fixed subnet, from no one else."""
+    subnet = ipaddress.ip_network(
+        compose.load()["networks"]["default"]["ipam"]["config"][0]["subnet"]
+    )
+    proxy = compose.services()["proxy"]["networks"]["default"]["ipv4_address"]
+    assert ipaddress.ip_address(proxy) in subnet
+    for name in ("api-1", "api-2"):
+        settings = compose.settings_of(compose.environment(name))
+        assert settings.trusted_proxies == [proxy], name
+    assert compose.settings_of(compose.environment("engram")).trusted_proxies == []

@@ -46,7 +46,7 @@ async def sign_in(page: Page, base: str, key: str) -> None:
 
 
 async def _cookie(context: BrowserContext) -> dict[str, object] | None:
-    found = [c for c in await context.cookies() if c["name"] == "engram_ui_key"]
+    found = [c for c in await context.cookies() if c["name"] == "engram_ui_session"]
     return dict(found[0]) if found else None
 
 
@@ -69,6 +69,7 @@ async def test_every_page_loads_with_its_data_and_no_error(
     assert cookie["sameSite"] == "Strict"
     assert cookie["path"] == "/ui"
     assert cookie["secure"] is False  # plain http here; https sets Secure
+    assert cookie["value"] != seeded.keys.reader  # a session's token, never the key
     assert await page.evaluate("document.cookie") == ""  # no script can read it
 
     for name in PAGES:

@@ -9,7 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.errors import Conflict, Forbidden, NotFound
 from app.models import ApiKey
-from app.repositories.api_keys import ApiKeyRepository
+from app.repositories.api_keys import ApiKeyRepository, DashboardSessionRepository
 from app.schemas.admin import KeyCreate, KeyCreated, KeyPage, KeyRead
 from app.services import pagination
 from app.services.access import audit
@@ -108,6 +108,8 @@ class KeyService:
         if record.revoked_at is None:
             record.revoked_at = datetime.now(UTC)
             await self.session.flush()
+            # Its dashboard sign-ins end with it (they would be refused anyway).
+            await DashboardSessionRepository(self.session).close_all_of(record.id)
             await audit.record(
                 self.session,
                 action="key.revoke",
