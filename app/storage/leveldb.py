@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import shutil
 import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping
@@ -22,6 +23,10 @@ from app.storage.staging import LevelDBLoad
 T = TypeVar("T")
 log = logging.getLogger("engram.blobs")
 REOPEN_INTERVAL_S = 1.0
+# Reopening writes a new log and manifest: tried only with this much room on the disk.
+# Without it, the store stays open as it is, which still serves reads (LevelDB refuses
+# writes after an I/O error, not reads); closed and not reopened, it would serve nothing.
+REOPEN_FREE_BYTES = 8 * 1024 * 1024
 
 
 def _prefix_end(prefix: bytes) -> bytes:
@@ -74,7 +79,14 @@ class LevelDBBlobStore:
             self._active == 0
             and time.monotonic() >= self._next_reopen
             and not any(not s.closed for s in self._snapshots)
+            and self._room()
         )
+
+    def _room(self) -> bool:
+        try:
+            return shutil.disk_usage(self.path).free >= REOPEN_FREE_BYTES
+        except OSError:
+            return False
 
     async def _reopen(self) -> None:
         done = self._reopened = asyncio.Event()
