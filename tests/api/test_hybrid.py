@@ -267,3 +267,12 @@ async def test_an_embedder_that_fails_leaves_recall_lexical(local: Settings) -> 
             assert ids["car"] in [m["memory_id"] for m in r.json()["selected"]]
             ready = (await client.get("/ready")).json()["search"]["embeddings"]
             assert ready["pending"] == len(MEMORIES)
+            # The endpoint answers again: the backlog drains by itself, searches are hybrid.
+            standin.script.clear()
+            for _ in range(200):
+                ready = (await client.get("/ready")).json()["search"]["embeddings"]
+                if ready["pending"] == 0:
+                    break
+                await asyncio.sleep(0.05)
+            assert ready["pending"] == 0, ready
+            assert (await search(client, "car battery", "hybrid"))["mode"] == "hybrid"
