@@ -29,6 +29,8 @@ JOBS = cast(Table, Job.__table__)
 WAITING = ("queued", "failed")
 Key = tuple[str, str]  # (namespace, id)
 Claimed = tuple[str, str, str]  # (namespace, id, kind)
+# A job whose worker stopped at each attempt, buried (bury_exhausted): its last error.
+BURIED = "its worker stopped while running it at each attempt (a crash or a kill): not run again"
 
 
 def _due(now: datetime) -> ColumnElement[bool]:
@@ -75,24 +77,25 @@ class JobRepository:
             .with_for_update(skip_locked=True)
         )
         buried = [(ns, jid, kind) for ns, jid, kind in await self.session.execute(query)]
-        keys = [(ns, jid) for ns, jid, _ in buried]
+        await self._set(
+            [(ns, jid) for ns, jid, _ in buried],
+            status="dead",
+            last_error=BURIED,
+            locked_until=None,
+            claimed_by=None,
+            finished_at=now,
+            updated_at=now,
+        )
+        return buried
+
+    async def _set(self, keys: Sequence[Key], **values: Any) -> None:
+        """Set `values` on the jobs of `keys`, 500 keys a statement."""
         for start in range(0, len(keys), 500):
             await self.session.execute(
                 update(JOBS)
-                .where(tuple_(JOBS.c.namespace, JOBS.c.id).in_(keys[start : start + 500]))
-                .values(
-                    status="dead",
-                    last_error=(
-                        "its worker stopped while running it, at each of its attempts "
-                        "(a crash or a kill; no error was recorded): it is not run again"
-                    ),
-                    locked_until=None,
-                    claimed_by=None,
-                    finished_at=now,
-                    updated_at=now,
-                )
+                .where(tuple_(JOBS.c.namespace, JOBS.c.id).in_(list(keys[start : start + 500])))
+                .values(**values)
             )
-        return buried
 
     async def claim(
         self, *, now: datetime, lease_s: float, limit: int, worker: str
@@ -184,19 +187,15 @@ class JobRepository:
         """Queue again the jobs among `keys` that `worker` holds but will not run (it is
         stopping): due at once, their claim not counted as an attempt."""
         held = await self._held(keys, worker)
-        for start in range(0, len(held), 500):
-            await self.session.execute(
-                update(JOBS)
-                .where(tuple_(JOBS.c.namespace, JOBS.c.id).in_(held[start : start + 500]))
-                .values(
-                    status="queued",
-                    attempts=case((JOBS.c.attempts > 0, JOBS.c.attempts - 1), else_=0),
-                    locked_until=None,
-                    claimed_by=None,
-                    run_after=now,
-                    updated_at=now,
-                )
-            )
+        await self._set(
+            held,
+            status="queued",
+            attempts=case((JOBS.c.attempts > 0, JOBS.c.attempts - 1), else_=0),
+            locked_until=None,
+            claimed_by=None,
+            run_after=now,
+            updated_at=now,
+        )
         return len(held)
 
     async def running_owners(self) -> list[str | None]:
@@ -217,18 +216,9 @@ class JobRepository:
             .with_for_update(skip_locked=True)
         )
         keys = [(ns, jid) for ns, jid in await self.session.execute(query)]
-        for start in range(0, len(keys), 500):
-            await self.session.execute(
-                update(JOBS)
-                .where(tuple_(JOBS.c.namespace, JOBS.c.id).in_(keys[start : start + 500]))
-                .values(
-                    status="queued",
-                    locked_until=None,
-                    claimed_by=None,
-                    run_after=now,
-                    updated_at=now,
-                )
-            )
+        await self._set(
+            keys, status="queued", locked_until=None, claimed_by=None, run_after=now, updated_at=now
+        )
         return len(keys)
 
     async def purge_done(self, *, before: datetime) -> int:

@@ -30,6 +30,7 @@ OWNERS = {
     "services/operations/backup.py": "the backup's snapshot, on a connection of its own",
     "services/operations/restore.py": "the restore's one transaction, on a connection of its own",
     "services/policies/training.py": "a policy job reads its window before its own transaction",
+    "ui/session.py": "the dashboard's sign-ins: a session opened, looked up, closed",
     "embeddings/backlog.py": "the embedding backlog reads a batch, embeds it outside any "
     "transaction, then stores its vectors in one",
 }
