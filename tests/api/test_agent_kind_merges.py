@@ -8,8 +8,17 @@ from __future__ import annotations
 import uuid
 
 import httpx
+import pytest
 
+from app.core.config import Settings
 from tests.api.test_agent_sessions import WEB, _bash, _episodes, _turn
+
+
+@pytest.fixture(autouse=True)
+def _learning_only_when_asked(settings: Settings) -> None:
+    # Only the test's reflections learn: a background pass between two prompts would
+    # merge kinds before the test looks at where the prompts went.
+    settings.learning.worker = False
 
 
 async def _bump(client: httpx.AsyncClient, prompt: str, package: str) -> str:
