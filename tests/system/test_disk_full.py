@@ -7,36 +7,19 @@ LevelDB on it); the deep version fills it with more writers and more rounds."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.api.test_store_failures import small_disk
 from tests.conftest import DB_KIND
 from tests.server import EngramServer
 
 SIZE_MB = 40
 ROOM_MB = 6  # left free at the start of a round: some writes pass, then none
-
-
-@contextlib.contextmanager
-def small_disk(where: Path) -> Iterator[Path]:
-    where.mkdir(parents=True, exist_ok=True)
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={SIZE_MB}m", "tmpfs", str(where)],
-        capture_output=True,
-        text=True,
-    )
-    if mounted.returncode != 0:
-        pytest.skip(f"a small filesystem cannot be mounted here: {mounted.stderr.strip()}")
-    try:
-        yield where
-    finally:
-        subprocess.run(["umount", "-l", str(where)], check=False)
 
 
 def episode(name: str, size: int) -> dict[str, object]:
@@ -91,7 +74,7 @@ async def test_a_full_disk_refuses_writes_keeps_reads_and_recovers(
     tmp_path: Path, writers: int, rounds: int
 ) -> None:
     kept: list[str] = []
-    with small_disk(tmp_path / "disk") as disk:
+    with small_disk(tmp_path / "disk", f"{SIZE_MB}m") as disk:
         server = EngramServer(disk / "data", ENGRAM_LOG_REQUESTS="false").start()
         try:
             async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
