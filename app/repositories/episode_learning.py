@@ -36,6 +36,7 @@ EPISODE_COLUMNS = (
     Episode.total_latency_ms,
     Episode.started_at,
     Episode.ended_at,
+    Episode.created_at,
     Episode.completed_at,
 )
 

@@ -172,3 +172,32 @@ async def test_skills_used_one_after_the_other_are_composed(
     used = (await client.get(f"/v1/skills/{first}")).json()
     assert used["uses"] == 6
     assert used["successes"] == 6
+
+
+async def test_an_agents_kind_keeps_what_unguided_sessions_showed_after_a_wrong_skill_retires(
+    app: FastAPI, client: httpx.AsyncClient
+) -> None:
+    """Coding agents' sessions: a wrong skill (the right steps in the wrong order) misled
+    those who followed it and retires. The sessions before it that followed no skill
+    still show the procedure (it did not change): a new skill is learned from them."""
+    kind = "shop/release"
+    wrong = await skill(app, "shop/release-wrong", kind, ["git.push", "git.tag"])
+    right = steps("uv.test", "git.tag", "git.push")
+    for i in range(8):  # before the skill: unguided, mostly right
+        ok = i < 6
+        body = {"steps": right if ok else right[:1], "outcome": "success" if ok else "failure"}
+        await post(client, i, agent_id="claude-code", task_type=kind, **body)
+    for i in range(8, 20):  # following the wrong skill: failures
+        wrong_order = steps("uv.test", "git.push", "git.tag")
+        await post(
+            client, i, agent_id="claude-code", task_type=kind, steps=wrong_order,
+            outcome="failure", skills_applied=[wrong],
+        )  # fmt: skip
+    await drain(app)
+    found = (await client.get("/v1/skills", params={"task_type": kind})).json()["items"]
+    status = {s["name"]: s["status"] for s in found}
+    assert status.pop("shop/release-wrong") == "retired"
+    [(name, state)] = status.items()
+    assert state == "active", found
+    [learned] = [s for s in found if s["name"] == name]
+    assert [s["action"] for s in learned["steps"]] == ["uv.test", "git.tag", "git.push"]

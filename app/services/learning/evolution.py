@@ -70,10 +70,23 @@ class EvolutionService(ContextSkills):
             # What this pass just retired is not in the database yet.
             since = max(since or retired_now[-1], retired_now[-1])
         rows = await self.episodes.window(
-            namespace, task_type or None, since=since, limit=self.settings.window
+            namespace, task_type or None, since=None, limit=self.settings.window
         )
-        learned = await self.episodes.learned(namespace, [r.id for r in rows])
         self._from_agents = 2 * sum(r.agent_id in AGENTS for r in rows) > len(rows)
+        if since is not None:
+            # A retirement restarts the window: the procedure may have changed. An agents'
+            # kind keeps the episodes before it that followed no retired skill (its
+            # procedure did not change; a wrong skill misled only those who followed it).
+            retired = {k.id for k in self._retired} | {
+                k.id for k in await self.skills.of_type(namespace, task_type) if k.retired_at
+            }
+            rows = [
+                r
+                for r in rows
+                if r.created_at > since
+                or (self._from_agents and not retired.intersection(r.skills_applied))
+            ]
+        learned = await self.episodes.learned(namespace, [r.id for r in rows])
         views = []
         for row in rows:
             record = learned.get(row.id)
