@@ -1,6 +1,7 @@
 """The base of the request models: unknown fields, infinities and NaN are refused, and so is
 a NUL character anywhere in a value, at every door (HTTP, MCP, hooks, importers, the CLI).
-PostgreSQL cannot store one: it would fail the group commit that carries it."""
+PostgreSQL cannot store one: it would fail the group commit that carries it. A number
+field refuses true and false (pydantic would read them as 1 and 0)."""
 
 from __future__ import annotations
 
@@ -45,6 +46,10 @@ class Strict(BaseModel):
     @field_validator("*", mode="before")
     @classmethod
     def _no_nul(cls, value: Any, info: ValidationInfo) -> Any:
+        if isinstance(value, bool):
+            if _numeric(cls, info.field_name or ""):
+                raise ValueError("a number is expected, not true or false")
+            return value
         if isinstance(value, str):
             if NUL not in value:
                 return value
@@ -79,3 +84,18 @@ def _checks_itself(model: type[BaseModel], field: str) -> bool:
             return True
         kinds.extend(typing.get_args(kind))
     return False
+
+
+@functools.cache
+def _numeric(model: type[BaseModel], field: str) -> bool:
+    """Whether the field holds a number (int or float, optional or not) and no bool."""
+    info = model.model_fields.get(field)
+    if info is None:
+        return False
+    kinds, found = [info.annotation], set()
+    while kinds:
+        kind = kinds.pop()
+        if kind in (int, float, bool):
+            found.add(kind)
+        kinds.extend(typing.get_args(kind))
+    return bool(found & {int, float}) and bool not in found

@@ -1,11 +1,12 @@
-"""Request models refuse a NUL character anywhere in a value, and say where."""
+"""Request models refuse a NUL character anywhere in a value, and say where; a number field
+refuses true and false."""
 
 from __future__ import annotations
 
 import pytest
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from app.schemas.episode import EpisodeCreate
+from app.schemas.episode import EpisodeCreate, StepCreate
 from app.schemas.memory import MemoryCreate
 from app.schemas.recall import RecallRequest
 from app.schemas.strict import nul_at
@@ -55,3 +56,21 @@ def test_text_without_a_nul_passes() -> None:
         {"task_id": "t", "steps": [{"action": "x", "input": {"cmd": "echo \\u0000 ok"}}]}
     )
     assert episode.steps[0].input == {"cmd": "echo \\u0000 ok"}
+
+
+@pytest.mark.parametrize(
+    ("model", "body", "field"),
+    [
+        (StepCreate, {"action": "a", "latency_ms": False}, "latency_ms"),
+        (StepCreate, {"action": "a", "tokens": True}, "tokens"),
+        (MemoryCreate, {"type": "fact", "content": "c", "confidence": True}, "confidence"),
+    ],
+)
+def test_a_number_field_refuses_true_and_false(
+    model: type[BaseModel], body: dict[str, object], field: str
+) -> None:
+    with pytest.raises(ValidationError, match="a number is expected, not true or false") as raised:
+        model.model_validate(body)
+    assert raised.value.errors()[0]["loc"] == (field,)
+    # Numbers pass, and so do booleans where a boolean is asked for.
+    model.model_validate({**body, field: 1})
