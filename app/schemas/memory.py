@@ -61,6 +61,11 @@ def within_sensitivity(level: str, ceiling: str) -> bool:
     return SENSITIVITY_ORDER.index(level) <= SENSITIVITY_ORDER.index(ceiling)
 
 
+def readable_sensitivities(ceiling: str) -> list[str]:
+    """The sensitivities a caller whose highest is `ceiling` may read, lowest first."""
+    return SENSITIVITY_ORDER[: SENSITIVITY_ORDER.index(ceiling) + 1]
+
+
 def lower_sensitivity(a: str, b: str) -> str:
     """The lower of two sensitivities (a request's ask capped at a key's ceiling)."""
     return a if within_sensitivity(a, b) else b

@@ -63,7 +63,8 @@ class EvolutionService(ContextSkills):
         await self.session.flush()
         return self.changes
 
-    async def _window(self, namespace: str, task_type: str) -> list[EpisodeView]:
+    async def _window(self, namespace: str, task_type: str, retired: set[str]) -> list[EpisodeView]:
+        """The task type's recent episodes as views (`retired`: its retired skills' ids)."""
         since = await self.skills.last_retirement(namespace, task_type)
         retired_now = [k.retired_at for k in self._retired if k.task_type == task_type]
         if retired_now and retired_now[-1] is not None:
@@ -77,9 +78,6 @@ class EvolutionService(ContextSkills):
             # A retirement restarts the window: the procedure may have changed. An agents'
             # kind keeps the episodes before it that followed no retired skill (its
             # procedure did not change; a wrong skill misled only those who followed it).
-            retired = {k.id for k in self._retired} | {
-                k.id for k in await self.skills.of_type(namespace, task_type) if k.retired_at
-            }
             rows = [
                 r
                 for r in rows
@@ -130,7 +128,8 @@ class EvolutionService(ContextSkills):
             if reason is not None:
                 await self._retire(skill, reason, [r["episode_id"] for r in skill.recent], now)
         live = [k for k in live if k.status != "retired"]
-        window = await self._window(namespace, task_type)
+        retired = {k.id for k in skills if k.status == "retired"}
+        window = await self._window(namespace, task_type, retired)
         self._counterfactual = window if self._from_agents else None
         if self._from_agents:
             joined = await join_kind(

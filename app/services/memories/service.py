@@ -16,12 +16,12 @@ from app.models import Memory
 from app.repositories.memories import MemoryRecord, MemoryRepository
 from app.schemas.filters import MemoryFilters
 from app.schemas.memory import (
-    SENSITIVITY_ORDER,
     MemoryCreate,
     MemoryPage,
     MemoryRead,
     MemorySupersede,
     lower_sensitivity,
+    readable_sensitivities,
     within_sensitivity,
 )
 from app.schemas.search import (
@@ -201,7 +201,7 @@ class MemoryService:
     async def search(self, namespace: str, data: MemorySearch) -> MemorySearchResult:
         """Ranked search (lexical, dense or hybrid), without a policy or a transition."""
         cap = lower_sensitivity(data.max_sensitivity.value, self.ceiling)
-        allowed = SENSITIVITY_ORDER[: SENSITIVITY_ORDER.index(cap) + 1]
+        allowed = readable_sensitivities(cap)
         filters = MemoryFilters(
             types=[t.value for t in data.types] if data.types else None,
             statuses=[s.value for s in data.statuses],

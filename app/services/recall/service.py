@@ -24,7 +24,7 @@ from app.learning.policy import decide
 from app.repositories.memories import MemoryRecord, MemoryRepository, MemoryUsageRepository
 from app.repositories.transitions import TransitionRepository
 from app.schemas.filters import MemoryFilters
-from app.schemas.memory import SENSITIVITY_ORDER, lower_sensitivity
+from app.schemas.memory import SENSITIVITY_ORDER, lower_sensitivity, readable_sensitivities
 from app.schemas.recall import PolicyRef, RecallRequest, RecallResponse
 from app.search import Retrieval
 from app.services.memories.rows import derived_status
@@ -85,7 +85,7 @@ class RecallService:
         each the best among the memories that apply to the request's scope. A memory above
         the caller's `ceiling` is no candidate: not even its id, or that it matched, shows."""
         types = [t.value for t in req.types] if req.types else None
-        readable = SENSITIVITY_ORDER[: SENSITIVITY_ORDER.index(ceiling) + 1]
+        readable = readable_sensitivities(ceiling)
         found: dict[str, tuple[MemoryRecord, float, int]] = {}
         retrieval: dict[str, dict[str, float | int | None]] = {}
         found_text = await self.search.rank(
