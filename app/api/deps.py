@@ -11,7 +11,6 @@ import functools
 import random
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
@@ -109,12 +108,6 @@ def page_size(limit: int | None, settings: Settings) -> int:
     if limit is not None and limit > limits.max_page_size:
         raise InvalidInput(f"limit: at most {limits.max_page_size}", field="limit")
     return limit or limits.default_page_size
-
-
-def check_window(since: datetime | None, until: datetime | None) -> None:
-    """A time-range filter must not be empty or reversed."""
-    if since is not None and until is not None and since >= until:
-        raise InvalidInput("until: must be after since", field="until")
 
 
 # A request's transactions: the session dependencies (scope="function": the commit

@@ -7,10 +7,8 @@ from typing import Annotated, Any
 
 from mcp.server.mcpserver.tools import Tool
 from pydantic import Field
-from starlette.responses import Response
 
 from app.api.deps import write_session
-from app.api.routes import learning
 from app.mcp.adapter import Ctx, caller, dumped, schema_tool
 from app.schemas.common import stored_ident
 from app.schemas.episode import EpisodeComplete, EpisodeCreate, StepsAppend
@@ -18,6 +16,7 @@ from app.schemas.episode_read import EpisodeSummary
 from app.schemas.learning import ReflectRequest
 from app.schemas.recall import RecallRequest, RewardCreate
 from app.services.access.auth import Role
+from app.services.learning import on_demand
 from app.services.rewards.service import RewardService
 
 EpisodeIdField = Annotated[
@@ -71,8 +70,13 @@ async def _reward(ctx: Ctx, data: RewardCreate, _: dict[str, Any]) -> Any:
 
 async def _reflect(ctx: Ctx, data: ReflectRequest, _: dict[str, Any]) -> Any:
     who = await caller(ctx, Role.AGENT, tool="reflect")
-    # The route holds the pass's rules (its window's checks, wait or queue): called as is.
-    return dumped(await learning.reflect(data, Response(), who.principal, who.state))
+    state = who.state
+    result = await on_demand.reflect(
+        state.transactions, who.namespace, data, settings=state.settings.learning
+    )
+    if result.status == "queued" and state.worker is not None:
+        state.worker.wake()
+    return dumped(result)
 
 
 _EPISODE_ID = {"episode_id": EpisodeIdField}

@@ -6,6 +6,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from app.core.errors import InvalidInput
+
+
+def check_window(since: datetime | None, until: datetime | None) -> None:
+    """A time-range filter must not be empty or reversed."""
+    if since is not None and until is not None and since >= until:
+        raise InvalidInput("until: must be after since", field="until")
+
 
 @dataclass(frozen=True, slots=True)
 class MemoryFilters:

@@ -5,16 +5,18 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse, StreamingResponse
 from fastapi.templating import Jinja2Templates
 
 from app.api.deps import SessionDep, StateDep
-from app.api.routes import rl
 from app.learning.features import SCHEMA_VERSION
+from app.schemas.filters import DatasetFilters
 from app.services import dataset
 from app.services.access.auth import Principal
+from app.services.dataset.download import download as dataset_download
 from app.services.operations.dashboard import DashboardService
 from app.services.policies.service import PolicyService
 from app.ui import plots
@@ -210,20 +212,23 @@ async def download(
     cursor: str | None = None,
 ) -> StreamingResponse:
     """GET /v1/rl/dataset for the signed-in key, saved as a file (`Link` names the next part)."""
-    response = await rl.download_dataset(
-        request,
-        principal,
+    found = await dataset_download(
         session,
-        state,
+        state.transactions,
+        principal.namespace,
         format=format,
         table="transitions",
-        since=None,
-        until=None,
-        policy_id=None,
-        task_type=None,
+        filters=DatasetFilters(),
         cursor=cursor,
         limit=10_000,
+        slots=state.settings.recall.candidate_slots,
     )
     name = f"engram-transitions.{dataset.FORMATS[format].extension}"
-    response.headers["Content-Disposition"] = f'attachment; filename="{name}"'
-    return response
+    headers = {
+        "X-Schema-Version": SCHEMA_VERSION,
+        "Content-Disposition": f'attachment; filename="{name}"',
+    }
+    if found.next_cursor is not None:
+        query = urlencode(dict(request.query_params) | {"cursor": found.next_cursor})
+        headers["Link"] = f'<{request.url.path}?{query}>; rel="next"'
+    return StreamingResponse(found.body, media_type=found.media_type, headers=headers)

@@ -1,5 +1,5 @@
 """The code's shape: database differences live in app/db/backends/ and app/search/ only,
-routes reach SQL through services, and modules stay small."""
+routes reach SQL through services and only the app mounts them, and modules stay small."""
 
 from __future__ import annotations
 
@@ -37,6 +37,18 @@ def test_routes_import_no_repository() -> None:
         name
         for name, text in _modules()
         if name.startswith("api/") and re.search(r"^from app\.repositories", text, re.M)
+    ]
+    assert found == []
+
+
+def test_only_the_app_mounts_routes() -> None:
+    """MCP tools, dashboard pages, hooks and the worker call the use cases the routes call,
+    never a route: a route's rules would otherwise be run with made-up requests."""
+    route = re.compile(r"^(from app\.api\.routes\b|from app\.api import routes\b)", re.M)
+    found = [
+        name
+        for name, text in _modules()
+        if not name.startswith("api/") and name != "main.py" and route.search(text)
     ]
     assert found == []
 

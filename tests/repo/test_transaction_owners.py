@@ -26,6 +26,8 @@ OWNERS = {
     "services/recall/requests.py": "a recall's reads end before its log goes to the writer",
     "services/agents/": "a hook event finds its session's episode before its step or completion "
     "goes to the writer",
+    "services/learning/on_demand.py": "a pass asked for now, in transactions of a few chunks "
+    "each, or its job queued",
     "services/dataset/": "a download is read while it streams, after its handler returned",
     "services/operations/backup.py": "the backup's snapshot, on a connection of its own",
     "services/operations/restore.py": "the restore's one transaction, on a connection of its own",

@@ -14,7 +14,6 @@ from app.api.deps import (
     ReaderDep,
     SessionDep,
     SettingsDep,
-    check_window,
     page_size,
 )
 from app.api.fast import Answer, fast_post
@@ -30,7 +29,7 @@ from app.schemas.episode import (
     StepsAppend,
 )
 from app.schemas.episode_read import EpisodePage, EpisodeRead, EpisodeSummary
-from app.schemas.filters import EpisodeFilters
+from app.schemas.filters import EpisodeFilters, check_window
 from app.services.access.auth import Principal, Role
 from app.services.access.idempotency import IDEMPOTENCY_HEADER
 

@@ -3,23 +3,20 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query, Response, status
 
 from app.api.deps import (
     AgentDep,
-    AppState,
     ReaderDep,
     SessionDep,
     SettingsDep,
     StateDep,
-    check_window,
     page_size,
-    write_session,
 )
 from app.api.params import Cursor, EpisodeIdFilter, Limit, Offset, TaskType, path_id
-from app.core.errors import InvalidInput, error_responses
+from app.core.errors import error_responses
 from app.schemas.common import stored_ident
 from app.schemas.learning import (
     JobKind,
@@ -38,8 +35,9 @@ from app.schemas.learning import (
     SkillSort,
     SkillStatus,
 )
-from app.services.learning.passes import KnowledgeService, run_pass
-from app.services.operations.jobs import PASS, JobService, enqueue
+from app.services.learning import on_demand
+from app.services.learning.passes import KnowledgeService
+from app.services.operations.jobs import JobService
 
 router = APIRouter(prefix="/v1", tags=["learning"])
 SkillId = Annotated[str, path_id("skill", "sk_01HZX8")]
@@ -60,43 +58,14 @@ async def reflect(
     body: ReflectRequest, response: Response, principal: AgentDep, state: StateDep
 ) -> ReflectResult:
     """Run a learning pass: reflect on new episodes, mine patterns, evolve skills."""
-    check_window(body.since, body.until)
-    if body.since is not None and body.since > datetime.now(UTC):
-        raise InvalidInput("since: in the future, the window holds no episode", field="since")
-    payload = body.model_dump(mode="json", exclude={"wait"}, exclude_none=True)
-    settings = state.settings.learning
-    if body.wait:
-        return await _reflect_now(state, principal.namespace, payload)
-    async with write_session(state) as session:
-        job = await enqueue(
-            session,
-            principal.namespace,
-            PASS,
-            key=f"on-demand:{payload}",
-            payload=payload,
-            settings=settings,
-        )
-    if state.worker is not None:
-        state.worker.wake()
-    response.status_code = status.HTTP_202_ACCEPTED
-    job_id = job["id"] if isinstance(job, dict) else job.id
-    return ReflectResult(job_id=job_id, status="queued")
-
-
-async def _reflect_now(state: AppState, namespace: str, payload: dict[str, Any]) -> ReflectResult:
-    """A whole pass, in transactions of a few chunks each (writers get in between)."""
-    total = ReflectResult(status="done")
-    while True:
-        async with write_session(state) as session:
-            result, remaining = await run_pass(
-                session, namespace, payload, settings=state.settings.learning
-            )
-        total.learned += result.learned
-        total.reflections += result.reflections
-        total.skill_changes.extend(result.skill_changes)
-        total.patterns = result.patterns
-        if not remaining:
-            return total
+    result = await on_demand.reflect(
+        state.transactions, principal.namespace, body, settings=state.settings.learning
+    )
+    if result.status == "queued":
+        if state.worker is not None:
+            state.worker.wake()
+        response.status_code = status.HTTP_202_ACCEPTED
+    return result
 
 
 @router.get("/reflections", response_model=ReflectionPage, responses=error_responses(401, 422, 503))

@@ -15,10 +15,10 @@ from app.api.deps import (
     SessionDep,
     StateDep,
     WriteSessionDep,
-    check_window,
 )
 from app.api.params import path_id
 from app.core.errors import error_responses
+from app.schemas.filters import check_window
 from app.schemas.policy import Evaluation, PolicyActivate, PolicyEvaluate, PolicyRead, PolicyTrain
 from app.services.policies.service import PolicyService
 

@@ -9,14 +9,15 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
 
-from app.api.deps import ReaderDep, SessionDep, SettingsDep, StateDep, check_window, page_size
+from app.api.deps import ReaderDep, SessionDep, SettingsDep, StateDep, page_size
 from app.api.params import Cursor, Limit, PolicyId, QueryInt, Since, TaskType, Until
 from app.core.errors import error_responses
 from app.learning.features import SCHEMA_VERSION
-from app.schemas.filters import DatasetFilters
+from app.schemas.filters import DatasetFilters, check_window
 from app.schemas.recall import TransitionPage
 from app.schemas.service import DatasetMetadata, dataset_answer
-from app.services import dataset, pagination
+from app.services import dataset
+from app.services.dataset.download import download
 from app.services.dataset.transitions import TransitionService
 from app.services.policies.service import PolicyService
 
@@ -107,30 +108,24 @@ async def download_dataset(
     ] = 10_000,
 ) -> StreamingResponse:
     """Completed transitions for offline RL and off-policy evaluation (see /v1/rl/metadata)."""
-    filters = _filters(since, until, policy_id, task_type)
-    after = pagination.after(cursor)
-    last, more = await TransitionService(session).boundary(
-        principal.namespace, filters=filters, after=after, limit=limit
-    )
-    export = dataset.DatasetExport(
+    found = await download(
+        session,
         state.transactions,
-        namespace=principal.namespace,
+        principal.namespace,
+        format=format,
         table=table,
-        filters=filters,
-        after=after,
-        until_key=last,
+        filters=_filters(since, until, policy_id, task_type),
+        cursor=cursor,
+        limit=limit,
         slots=state.settings.recall.candidate_slots,
     )
     headers = {"X-Schema-Version": SCHEMA_VERSION}
-    if more and last is not None:
-        params = dict(request.query_params) | {"cursor": pagination.encode_cursor(*last)}
+    if found.next_cursor is not None:
+        params = dict(request.query_params) | {"cursor": found.next_cursor}
         headers["Link"] = f'<{request.url.path}?{urlencode(params)}>; rel="next"'
-    fmt = dataset.FORMATS[format]
-    body = await fmt.write(export)
-    if fmt.attachment:
-        filename = f"engram-{table}.{fmt.extension}"
-        headers["Content-Disposition"] = f'attachment; filename="{filename}"'
-    return StreamingResponse(body, media_type=fmt.media_type, headers=headers)
+    if found.filename is not None:
+        headers["Content-Disposition"] = f'attachment; filename="{found.filename}"'
+    return StreamingResponse(found.body, media_type=found.media_type, headers=headers)
 
 
 @router.get("/rl/metadata", response_model=DatasetMetadata, responses=error_responses(401, 503))
