@@ -77,7 +77,7 @@ class Recall(BaseModel):
 
 
 class Embeddings(BaseModel):
-    """Semantic search (README, Semantic search): `local` runs an ONNX model in-process,
+    """Semantic search (docs/search.md): `local` runs an ONNX model in-process,
     `openai` calls an OpenAI-compatible `/v1/embeddings`, `none` is BM25 only; `auto` is
     `local` when installed, else `none`. Memories are embedded in the background."""
 
@@ -99,7 +99,7 @@ class Embeddings(BaseModel):
     exact_max: int = Field(default=20_000, ge=0)
     min_similarity: float = Field(default=0.3, ge=-1, le=1)  # vector matches below: dropped
     # Hybrid: BM25's rank r counts 1/(rrf_k + r), the vectors' dense_weight/(rrf_k + r)
-    # (fitted on halves of LongMemEval's questions, each judged on the other: README).
+    # (fitted on halves of LongMemEval's questions, each judged on the other: docs/search.md).
     rrf_k: int = Field(default=10, ge=1)
     dense_weight: float = Field(default=0.8, ge=0, le=10)
 
