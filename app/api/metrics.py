@@ -13,7 +13,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from app.api.deps import AppState, read_session, require_operator
 from app.core.metrics import Metrics
 from app.services.operations.jobs import JobService
-from app.worker.handlers import HANDLERS
+from app.worker.handlers import REGISTRY
 
 log = logging.getLogger("engram.metrics")
 router = APIRouter()
@@ -58,7 +58,7 @@ class JobDepth:
             gauge.clear()
             # Every known pair is present (zero when empty): alerts need no absent() checks.
             for status in JOB_STATUSES:
-                for kind in HANDLERS:
+                for kind in REGISTRY:
                     gauge.labels(status, kind).set(0)
             for status, kind, count in counts:
                 gauge.labels(status, kind).set(count)

@@ -4,6 +4,7 @@ runs in the transaction that marks them done."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -97,19 +98,32 @@ async def reflect_pass(
     return result
 
 
-HANDLERS: dict[str, Handler] = {
-    LEARN: learn_episodes,
-    CREDIT: credit_rewards,
-    EVOLVE: evolve_skills,
-    PASS: reflect_pass,
-    POLICY_TRAIN: policy_jobs.store_training,
-    POLICY_EVALUATE: policy_jobs.store_evaluation,
-    POLICY_CHECK: policy_jobs.check_canary,
-}
 Preparer = Callable[[Transactions, str, Mapping[str, dict[str, Any]]], Awaitable[dict[str, Any]]]
-# Jobs whose reading and computing take long are prepared before their transaction
-# (given their payloads, returning each job's result by id), which then only stores it.
-PREPARE: dict[str, Preparer] = {
-    POLICY_TRAIN: policy_jobs.prepare_training,
-    POLICY_EVALUATE: policy_jobs.prepare_evaluation,
+
+
+@dataclass(frozen=True, slots=True)
+class Registered:
+    """How the worker runs a kind of job."""
+
+    handler: Handler
+    # Jobs claimed together run by order, lowest first: learning before evolving, so that
+    # evolution sees the episodes just learned.
+    order: int = 9
+    # Long reads and computing, before the job's transaction (given the jobs' payloads,
+    # returning each job's result by id), which then only stores it.
+    prepare: Preparer | None = None
+
+
+# Every kind of job, the one registry: the runner, the metrics, the API's filter
+# (schemas.learning.JobKind, held equal by a test) and the CLI read it.
+REGISTRY: dict[str, Registered] = {
+    LEARN: Registered(learn_episodes, order=0),
+    CREDIT: Registered(credit_rewards, order=1),
+    PASS: Registered(reflect_pass, order=2),
+    EVOLVE: Registered(evolve_skills, order=3),
+    POLICY_TRAIN: Registered(policy_jobs.store_training, prepare=policy_jobs.prepare_training),
+    POLICY_EVALUATE: Registered(
+        policy_jobs.store_evaluation, prepare=policy_jobs.prepare_evaluation
+    ),
+    POLICY_CHECK: Registered(policy_jobs.check_canary),
 }

@@ -29,13 +29,17 @@ from app.db.engine import Transactions
 from app.models import Job
 from app.repositories.episode_learning import EpisodeLearningRepository
 from app.repositories.jobs import Claimed, JobRepository, Key
-from app.services.operations.jobs import CREDIT, EVOLVE, LEARN, PASS
 from app.worker.context import JobContext
-from app.worker.handlers import HANDLERS, PREPARE
+from app.worker.handlers import REGISTRY
 from app.worker.lease import gone, heartbeat, new_worker_id, stopped
 
 log = logging.getLogger("engram.worker")
 DEFER_CHECK_S = 0.05
+
+
+def _order(kind: str) -> int:
+    registered = REGISTRY.get(kind)
+    return registered.order if registered is not None else 9
 
 
 class Worker:
@@ -117,13 +121,9 @@ class Worker:
         groups: dict[tuple[str, str], list[str]] = {}
         for namespace, job_id, kind in claimed:
             groups.setdefault((namespace, kind), []).append(job_id)
-        # Learning before evolving, so that evolution sees the episodes just learned.
-        order = {LEARN: 0, CREDIT: 1, PASS: 2, EVOLVE: 3}
         try:
             async with heartbeat(self._renew, self.settings.heartbeat_interval_s):
-                for (namespace, kind), ids in sorted(
-                    groups.items(), key=lambda g: order.get(g[0][1], 9)
-                ):
+                for (namespace, kind), ids in sorted(groups.items(), key=lambda g: _order(g[0][1])):
                     await self._run_group(namespace, kind, ids)
                     self._held.difference_update((namespace, job_id) for job_id in ids)
         except Exception:
@@ -169,14 +169,17 @@ class Worker:
 
     async def _run(self, namespace: str, kind: str, ids: list[str]) -> None:
         context = self.context
-        prepare = PREPARE.get(kind)
-        if prepare is not None:
+        registered = REGISTRY.get(kind)
+        if registered is None:
+            raise ValueError(f"no handler for job kind {kind!r}")
+        if registered.prepare is not None:
             # Long reads and computing, outside the job's transaction (on SQLite, writes
             # wait while a write transaction is open); the lease stays renewed meanwhile.
             async with self.reader() as session:
                 payloads = await JobRepository(session).payloads(namespace, ids)
             context = replace(
-                context, prepared=await prepare(self.transactions, namespace, payloads)
+                context,
+                prepared=await registered.prepare(self.transactions, namespace, payloads),
             )
         async with self.session() as session:
             repo = JobRepository(session)
@@ -187,10 +190,7 @@ class Worker:
                 log.warning("jobs taken by another worker", extra={"jobs": len(ids) - len(jobs)})
             if not jobs:
                 return
-            handler = HANDLERS.get(kind)
-            if handler is None:
-                raise ValueError(f"no handler for job kind {kind!r}")
-            result = await handler(session, namespace, jobs, context)
+            result = await registered.handler(session, namespace, jobs, context)
             await repo.finish(jobs, now=datetime.now(UTC), result=result)
 
     async def _failed(self, namespace: str, job_id: str, exc: Exception) -> None:

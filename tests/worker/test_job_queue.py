@@ -95,10 +95,9 @@ def test_every_kind_the_worker_runs_is_one_the_api_names() -> None:
 
     from app.schemas.learning import JobKind
     from app.services.operations.jobs import KINDS
-    from app.worker.handlers import HANDLERS, PREPARE
+    from app.worker.handlers import REGISTRY
 
-    assert set(get_args(JobKind)) == set(KINDS) == set(HANDLERS)
-    assert set(PREPARE) <= set(HANDLERS)
+    assert set(get_args(JobKind)) == set(KINDS) == set(REGISTRY)
 
 
 async def test_the_jobs_listing_filters_on_every_kind(client: httpx.AsyncClient) -> None:

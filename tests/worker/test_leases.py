@@ -22,7 +22,7 @@ from app.models import Job
 from app.repositories.jobs import JobRepository
 from app.services.operations.jobs import job_row
 from app.worker.context import JobContext
-from app.worker.handlers import HANDLERS
+from app.worker.handlers import REGISTRY, Registered
 from app.worker.lease import HOST
 from app.worker.runner import Worker
 from tests.conftest import ON_POSTGRES
@@ -64,7 +64,7 @@ class Gates:
 @pytest.fixture
 def gates(monkeypatch: pytest.MonkeyPatch) -> Gates:
     found = Gates()
-    monkeypatch.setitem(HANDLERS, WAIT, found.handler)
+    monkeypatch.setitem(REGISTRY, WAIT, Registered(found.handler))
     return found
 
 

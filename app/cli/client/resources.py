@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args
 
 import typer
 
 from app.cli.client import Json, Key, Limit, Url, connect, dump, emit_json, fields, short, table
+from app.schemas.learning import JobKind
 
 episodes_cli = typer.Typer(help="Episodes on a running server.", no_args_is_help=True)
 memories_cli = typer.Typer(help="Memories on a running server.", no_args_is_help=True)
@@ -220,7 +221,7 @@ def jobs_list(
     key: Key = None,
     as_json: Json = False,
     status: Annotated[str | None, Opt(help="queued, running, done, failed or dead")] = None,
-    kind: Annotated[str | None, Opt(help="episode.learn, reward.credit, ...")] = None,
+    kind: Annotated[str | None, Opt(help=", ".join(get_args(JobKind)))] = None,
     cursor: Cursor = None,
     limit: Limit = 20,
 ) -> None:
