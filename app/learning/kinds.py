@@ -44,6 +44,11 @@ UNSEEN_WEIGHT = 0.3
 # kind's prompts and at most 0.51 against another kind's; a kind of three prompts holds
 # "let's get v3.1.3 out" at 0.535. Where two kinds are in reach, the better one wins.
 MEANING_FLOOR = 0.35
+# A kind of fewer prompts than this has no skill yet; a prompt filed under it is answered
+# with what the nearest established kind learned, if that kind scores at least NEAR_SHARE
+# of the threshold ("please take google to 5.2" beside the provider bumps).
+ESTABLISHED = 3
+NEAR_SHARE = 0.5
 MEANING_SPAN = 0.5
 _WORD = re.compile(r"[a-z][a-z0-9]*(?:[-'][a-z0-9]+)*")
 
@@ -190,6 +195,30 @@ def closest(
     if best is None:
         return None, top
     return best, best_score
+
+
+def nearest_established(
+    terms: Sequence[str],
+    kind: Kind,
+    kinds: Sequence[Kind],
+    *,
+    threshold: float,
+    vector: Vector | None = None,
+) -> Kind | None:
+    """For a prompt filed under `kind` while it is too young to have a skill, the
+    established kind of the project it comes closest to (at least NEAR_SHARE of the
+    threshold); None when `kind` is established or no other kind is near."""
+    if kind.prompts >= ESTABLISHED:
+        return None
+    others = [k for k in kinds if k.id != kind.id]  # the words' weights without the young kind
+    best, best_score = None, NEAR_SHARE * threshold
+    for other in others:
+        if other.prompts < ESTABLISHED:
+            continue
+        c = score(terms, other, kinds=others, vector=vector)
+        if c > best_score or (c == best_score and best is not None and other.id < best.id):
+            best, best_score = other, c
+    return best
 
 
 def goes_on(

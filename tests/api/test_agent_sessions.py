@@ -227,6 +227,26 @@ async def test_a_learned_skill_comes_back_as_commands_in_its_project_only(
     assert "git tag <version>" not in text
 
 
+async def test_a_prompt_near_a_learned_kind_gets_its_skill_until_its_own_kind_learns(
+    client: httpx.AsyncClient,
+) -> None:
+    skill = await _learn_release(client)
+    # Too far from the releases to join their kind (a cover of 0.19, the threshold 0.3),
+    # near enough to be answered with what they learned.
+    sid = str(uuid.uuid4())
+    answer = await _turn(client, "version 2.1.0 of the api", [], sid=sid, cwd=SHOP, stop=False)
+    assert "git tag <version>" in answer["hookSpecificOutput"]["additionalContext"]
+    episode = (await _episodes(client, sid))[0]
+    assert episode["task_type"] not in ("shop/release", None)
+    assert episode["skills_applied"] == [skill["id"]]
+    # Other work is answered with nothing of the releases, and so is another project.
+    for prompt, cwd in [("add a column to the orders table", SHOP), ("version 2.1.0", WEB)]:
+        other = str(uuid.uuid4())
+        answer = await _turn(client, prompt, [], sid=other, cwd=cwd, stop=False)
+        text = answer.get("hookSpecificOutput", {}).get("additionalContext", "")
+        assert "git tag <version>" not in text
+
+
 async def test_a_task_is_one_use_of_a_skill_however_many_turns_it_took(
     client: httpx.AsyncClient,
 ) -> None:

@@ -12,6 +12,7 @@ from app.learning.kinds import (
     goes_on,
     meaning_cover,
     name_for,
+    nearest_established,
     prompt_terms,
     unique_name,
 )
@@ -145,3 +146,24 @@ def test_a_kind_of_one_prompt_does_not_draw_what_an_established_kind_fits_as_wel
     kind, score = closest([], kinds, threshold=THRESHOLD, vector=asked)
     assert kind is provider
     assert score == by_meaning["provider-dependency"]
+
+
+def test_a_young_kind_is_answered_as_the_nearest_established_kind() -> None:
+    provider, deploy = Kind("0", "provider-bump"), Kind("1", "deploy-staging")
+    for _ in range(3):
+        add_prompt(provider, ["provider", "bump"], _unit(1, 0, 0))
+        add_prompt(deploy, ["deploy", "staging"], _unit(0, 1, 0))
+    take = Kind("2", "take-google")
+    terms = prompt_terms("please take google to 5.2")
+    asked = _unit(0.45, 0.1, 0.9)  # cosine 0.44 to the provider bumps: short of joining them
+    add_prompt(take, terms, asked)
+    kinds = [provider, deploy, take]
+    assert closest(terms, [provider, deploy], threshold=THRESHOLD, vector=asked)[0] is None
+    assert nearest_established(terms, take, kinds, threshold=THRESHOLD, vector=asked) is provider
+    # Nothing near: no answer borrowed.
+    far = _unit(0.1, 0.1, 1)
+    assert nearest_established(terms, take, kinds, threshold=THRESHOLD, vector=far) is None
+    # Once established, a kind answers for itself.
+    for _ in range(2):
+        add_prompt(take, terms, asked)
+    assert nearest_established(terms, take, kinds, threshold=THRESHOLD, vector=asked) is None

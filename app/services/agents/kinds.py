@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import Enum
 
@@ -23,6 +24,7 @@ from app.learning.kinds import (
     closest,
     goes_on,
     name_for,
+    nearest_established,
     prompt_terms,
     unique_name,
 )
@@ -56,6 +58,19 @@ def complaint_of(prompt: str) -> Complaint:
     return Complaint.NONE
 
 
+@dataclass(frozen=True, slots=True)
+class Filed:
+    """Where a prompt was filed (`task_type`) and, while that kind is too young to have
+    learned anything, the established kind whose skills answer it (`recall_as`)."""
+
+    task_type: str
+    recall_as: str | None = None
+
+    @property
+    def recall_type(self) -> str:
+        return self.recall_as or self.task_type
+
+
 def task_type_of(project: str, kind: str) -> str:
     """The task type of a kind of work in a project: `shop/release`."""
     return f"{project[:MAX_PROJECT_CHARS]}/{kind[:MAX_KIND_CHARS]}"
@@ -73,23 +88,23 @@ class TaskKinds:
 
     async def kind_for(
         self, namespace: str, project: str, prompt: str, *, previous: str | None = None
-    ) -> str:
+    ) -> Filed:
         """The task type of the prompt's kind, counting the prompt into it. A prompt with
         no terms of its own ("continue", "thanks!") goes on with the `previous` turn's
         (the session's turn before), and so does a complaint of it, unless it names other
         work (app/learning/kinds.py)."""
         terms = prompt_terms(prompt)
         if not terms and previous is not None:
-            return previous
+            return Filed(previous)
         vector = await self._meaning(prompt)
         if not terms and vector is None:
-            return task_type_of(project, GENERAL)
+            return Filed(task_type_of(project, GENERAL))
         prefix = task_type_of(project, "")
         going_on = None  # the previous kind's name, if a plain complaint might go on with it
         if previous is not None and previous.startswith(prefix):  # not another project's
             complaint = complaint_of(prompt)
             if complaint is Complaint.PLAIN:
-                return previous
+                return Filed(previous)
             if complaint is Complaint.LIKELY:
                 going_on = previous[len(prefix) :]
         # Two prompts racing to found the same kind: the second finds the first's.
@@ -123,7 +138,7 @@ class TaskKinds:
         *,
         vector: Vector | None,
         previous: str | None,
-    ) -> str:
+    ) -> Filed:
         now = datetime.now(UTC)
         async with self.transactions.write() as session:
             repo = TaskKindRepository(session)
@@ -132,10 +147,10 @@ class TaskKinds:
             kinds = [kind_of(r, model) for r in rows if r.merged_into is None]
             before = next((k for k in kinds if k.name == previous), None)
             if before is not None and goes_on(terms, before, kinds, vector=vector):
-                return task_type_of(project, before.name)
+                return Filed(task_type_of(project, before.name))
             best, _ = closest(terms, kinds, threshold=self.threshold, vector=vector)
             if best is None and not terms:
-                return task_type_of(project, GENERAL)  # no words to name a kind by
+                return Filed(task_type_of(project, GENERAL))  # no words to name a kind by
             if best is None:
                 name = unique_name(name_for(terms, kinds), {r.name: r for r in rows})
                 best = Kind(uuid7(), name[:MAX_KIND_CHARS])
@@ -146,7 +161,9 @@ class TaskKinds:
                 row = next(r for r in rows if r.id == best.id)
                 add_prompt(best, terms, vector)
             store(row, best, model, now)
-        return task_type_of(project, best.name)
+            near = nearest_established(terms, best, kinds, threshold=self.threshold, vector=vector)
+        like = task_type_of(project, near.name) if near is not None else None
+        return Filed(task_type_of(project, best.name), like)
 
 
 def kind_of(row: TaskKind, model: str | None) -> Kind:

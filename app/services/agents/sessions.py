@@ -26,7 +26,7 @@ from app.schemas.filters import EpisodeFilters
 from app.schemas.recall import RecallRequest, RecallResponse
 from app.services.access.idempotency import keyed_id
 from app.services.agents.deadline import within
-from app.services.agents.kinds import TaskKinds
+from app.services.agents.kinds import Filed, TaskKinds
 from app.services.agents.turns import (
     FIELD_CHARS,
     NAME_CHARS,
@@ -122,11 +122,10 @@ class AgentSessions:
             newest = replace(newest, status="completed")
         project = project_of(event.cwd)
         previous = newest.task_type if newest is not None else None
-        kind = task_type or (
-            await self.kinds.kind_for(namespace, project, prompt, previous=previous)
-            if prompt
-            else previous
-        )
+        filed = Filed(task_type) if task_type else None
+        if filed is None and prompt:
+            filed = await self.kinds.kind_for(namespace, project, prompt, previous=previous)
+        kind = filed.task_type if filed is not None else previous
         if newest is not None and not was_open and prompt:
             await self._judge_by_reply(namespace, newest, prompt, same_work=kind == previous)
         recalled = None
@@ -137,7 +136,7 @@ class AgentSessions:
                 session_id,
                 task=prompt[:FIELD_CHARS],
                 project=project,
-                task_type=kind,
+                task_type=filed.recall_type if filed is not None else kind,
                 ceiling=ceiling,
             )
         await self._open(
