@@ -14,7 +14,8 @@ WORKDIR /src
 COPY pyproject.toml README.md alembic.ini constraints.txt ./
 COPY app ./app
 COPY migrations ./migrations
-COPY engram_client ./engram_client
+# The Python client, its own distribution in client/ (engram-client), ships in the image too.
+COPY client/engram_client ./client/engram_client
 # libsql-experimental (the libsql extra: libSQL/Turso databases) publishes Linux wheels for
 # x86_64 only: the amd64 image has it, the arm64 image does not (a libsql:// URL there
 # stops at start-up, naming the extra). TARGETARCH is BuildKit's; the classic builder

@@ -16,7 +16,10 @@ policy's true online value, and what the evaluator said of the shift and of the 
 without exploration.
 
     python -m bench.policy [--seeds 10] [--epsilon 0.4] [--logged 2000] [--online 400]
-        [--shifted 1000] [--off 400] [--concurrency 4]
+        [--shifted 1000] [--off 400] [--concurrency 4] [--tree DIR]
+
+--tree runs the server of another checkout (say `git archive HEAD` unpacked), to compare
+two versions on the same seeds.
 """
 
 from __future__ import annotations
@@ -64,6 +67,11 @@ def averaged(evaluations: Sequence[dict], who: str, how: str) -> str:  # type: i
         return "none"
     mean = {k: statistics.fmean(p[k] for p in parts) for k in ("value", "low", "high")}
     return f"{mean['value']:.3f} [{mean['low']:.3f}, {mean['high']:.3f}]"
+
+
+def certifiable(evaluations: Sequence[dict]) -> str:  # type: ignore[type-arg]
+    found = [e["smallest_improvement"] for e in evaluations if "smallest_improvement" in e]
+    return f"{statistics.fmean(found):.3f}" if found else "not reported"
 
 
 def share(flags: Sequence[bool]) -> str:
@@ -114,9 +122,13 @@ def table(
             f"{how.upper()} {share([p.covered('policy', how) for p in proofs])}"
             for how in ("dr", "ips", "snips")
         )
-        + " (baseline_v0's DR interval holds its true mean on the held-out recalls: "
+        + " (baseline_v0's DR interval holds its true mean on the logged recalls: "
         + f"{share([p.covered('baseline') for p in proofs])})",
-        "- verdict on the held-out logs: "
+        "- the improvement's interval (the verdict's estimator) holds learned minus baseline: "
+        + share([p.improvement_covered() for p in proofs])
+        + "; smallest improvement the logs could certify, mean over seeds: "
+        + certifiable(evals),
+        "- verdict (cross-fitted on the logs): "
         + share([p.evaluation["verdict"] == "better" for p in proofs])
         + " better; activation "
         + share([p.activated == 200 for p in proofs])
@@ -149,6 +161,7 @@ async def one_seed(seed: int, args: argparse.Namespace) -> tuple[Proof, tuple[di
             ENGRAM_LOG_REQUESTS="false",
             ENGRAM_RECALL__SEED=str(seed),
             ENGRAM_RECALL__EPSILON=str(args.epsilon),
+            tree=args.tree,
         ).start()
         try:
             async with httpx.AsyncClient(base_url=server.url, timeout=120) as client:
@@ -168,6 +181,7 @@ async def one_seed(seed: int, args: argparse.Namespace) -> tuple[Proof, tuple[di
             ENGRAM_LOG_REQUESTS="false",
             ENGRAM_RECALL__SEED=str(seed),
             ENGRAM_RECALL__EPSILON="0",
+            tree=args.tree,
         ).start()
         try:
             async with httpx.AsyncClient(base_url=server.url, timeout=120) as client:
@@ -189,6 +203,7 @@ async def main() -> None:
     parser.add_argument("--shifted", type=int, default=1000)
     parser.add_argument("--off", type=int, default=400)
     parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--tree", type=Path, default=None, help="run this checkout's server")
     args = parser.parse_args()
     proofs, refusals = [], []
     started = time.perf_counter()

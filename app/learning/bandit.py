@@ -16,6 +16,7 @@ candidates by predicted gain while they fit, leaving out those with no predicted
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -136,8 +137,14 @@ class Logs:
     propensities: Floats  # (n,)
 
 
-def fit(logs: Logs, *, l2: float, clip: float) -> tuple[RewardModel, dict[str, float]]:
-    """Weighted ridge regression of the reward on the sum of the selected candidates' φ."""
+def fit(
+    logs: Logs, *, l2: float, clip: float, folds: Sequence[NDArray[np.int64]] = ()
+) -> tuple[RewardModel, dict[str, float], list[RewardModel]]:
+    """Weighted ridge regression of the reward on the sum of the selected candidates' φ:
+    the model of every decision, its metrics, and for each of `folds` (decision indices)
+    the model of every decision but those (cross-fitting: each fold judged by a model that
+    never saw its rewards). The standardisation is the whole window's; a fold's model
+    takes the regression's sums less the fold's own, so it costs a solve, not a fit."""
     n = len(logs.rewards)
     if len(logs.rows):
         numeric = logs.rows[:, _NUMERIC]
@@ -152,12 +159,24 @@ def fit(logs: Logs, *, l2: float, clip: float) -> tuple[RewardModel, dict[str, f
     np.add.at(x, logs.owner, phi)
     w = np.minimum(1.0 / np.maximum(logs.propensities, 1e-12), clip)
     a = np.hstack([np.ones((n, 1)), x])
-    penalty = np.full(a.shape[1], l2)
-    penalty[0] = 0.0  # the intercept is not shrunk
-    gram = (a * w[:, None]).T @ a + np.diag(penalty)
-    beta: Floats = np.linalg.solve(gram, (a * w[:, None]).T @ logs.rewards).astype(np.float64)
-    model = RewardModel(float(beta[0]), beta[1:], mean, scale, low, high)
-    predicted = a @ beta
+    penalty = np.diag(np.full(a.shape[1], l2))
+    penalty[0, 0] = 0.0  # the intercept is not shrunk
+
+    def sums(rows: NDArray[np.int64] | slice) -> tuple[Floats, Floats]:
+        weighted = a[rows] * w[rows, None]
+        return weighted.T @ a[rows], weighted.T @ logs.rewards[rows]
+
+    def model(gram: Floats, moment: Floats) -> RewardModel:
+        beta: Floats = np.linalg.solve(gram + penalty, moment).astype(np.float64)
+        return RewardModel(float(beta[0]), beta[1:], mean, scale, low, high)
+
+    gram, moment = sums(slice(None))
+    whole = model(gram, moment)
+    out_of_fold = []
+    for rows in folds:
+        g, m = sums(rows)
+        out_of_fold.append(model(gram - g, moment - m))
+    predicted = a @ np.concatenate([[whole.intercept], whole.weights])
     residual = logs.rewards - predicted
     total = float(np.sum(w * (logs.rewards - np.average(logs.rewards, weights=w)) ** 2))
     metrics = {
@@ -170,4 +189,4 @@ def fit(logs: Logs, *, l2: float, clip: float) -> tuple[RewardModel, dict[str, f
         if n
         else 0.0,
     }
-    return model, metrics
+    return whole, metrics, out_of_fold

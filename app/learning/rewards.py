@@ -43,3 +43,28 @@ def recall_reward(
     components = {name: round(part, 10) for name, part in components.items()}
     scalar = float(value) if value is not None else round(sum(components.values()), 10)
     return scalar, components
+
+
+# What a recall's reward can be under spec recall-v1: an explicit value within the API's
+# bounds; otherwise task_success (+1 at best) less the flags' penalties (-4 at worst) and
+# its costs (tokens, latency), taken as logged.
+EXPLICIT_BOUND = 1_000_000.0
+
+
+def recall_bounds(parts: list[tuple[float | None, dict[str, float]]]) -> tuple[float, float]:
+    """The range a mean reward of these recalls' kind can lie in, from each reward's
+    explicit value (or not) and components."""
+    worst = RECALL_SPEC["task_success"]["false"] + RECALL_SPEC["unsafe_action"]
+    worst += RECALL_SPEC["stale_memory_error"]
+    lows, highs = [], []
+    for value, components in parts:
+        if value is not None:
+            lows.append(-EXPLICIT_BOUND)
+            highs.append(EXPLICIT_BOUND)
+        else:
+            cost = components.get("tokens_used", 0.0) + components.get("latency_ms", 0.0)
+            lows.append(worst + cost)
+            highs.append(RECALL_SPEC["task_success"]["true"])
+    if not parts:
+        return -EXPLICIT_BOUND, EXPLICIT_BOUND
+    return min(lows), max(highs)

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import Row, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.models import Policy, Transition
+from app.models import Policy, Reward, Transition
 from app.repositories import keyset
 
 DECIDING = ("canary", "active")
@@ -72,6 +72,21 @@ class PolicyRepository:
                 return
             yield rows
             after = (rows[-1].created_at, rows[-1].id)
+
+    async def reward_parts(
+        self, namespace: str, *, since: datetime | None, until: datetime | None
+    ) -> list[tuple[float | None, dict[str, float]]]:
+        """The explicit value (None: computed by the spec) and components of the reward of
+        each of the window's completed transitions."""
+        query = (
+            select(Reward.value, Reward.components)
+            .join(
+                Transition,
+                (Transition.namespace == Reward.namespace) & (Transition.reward_id == Reward.id),
+            )
+            .where(*_window(namespace, since, until))
+        )
+        return [(r.value, r.components) for r in (await self.session.execute(query)).all()]
 
     async def outcomes(
         self, namespace: str, *, since: datetime, policy_id: str, other: bool = False

@@ -28,11 +28,15 @@ class PolicyTrain(Window):
     """Train a policy on the rewarded recalls of a time window (default: all of them)."""
 
     model_config = ConfigDict(
-        json_schema_extra={"examples": [{"since": "2026-11-01T00:00:00Z", "holdout": 0.3}]}
+        json_schema_extra={"examples": [{"since": "2026-11-01T00:00:00Z", "folds": 5}]}
     )
 
-    holdout: float = Field(
-        default=0.3, gt=0, lt=1, description="The latest share of the window held out to evaluate"
+    folds: int = Field(
+        default=5,
+        ge=2,
+        le=20,
+        description="Cross-fitting: the window's latest decisions cut into this many blocks, "
+        "each judged by the model fitted on every other decision",
     )
     l2: float = Field(default=1.0, gt=0, le=1e6, description="Ridge penalty of the reward model")
     clip: float = Field(
@@ -90,8 +94,28 @@ class Evaluation(BaseModel):
         default_factory=dict,
         description="`policy` and `baseline` (baseline_v0): `ips`, `snips` and `dr` estimates",
     )
+    reward_range: list[float] | None = Field(
+        default=None, description="The logged rewards' lowest and highest: no estimate leaves it"
+    )
+    improvement: dict[str, Estimate] = Field(
+        default_factory=dict,
+        description="The policy's value minus baseline_v0's, decision by decision: `ips`, `dr`",
+    )
+    estimator: str | None = Field(
+        default=None, description="The improvement's estimator the verdict used (the narrower)"
+    )
+    smallest_improvement: float | None = Field(
+        default=None, description="The smallest improvement these logs could certify"
+    )
+    more_recalls_needed: int | None = Field(
+        default=None,
+        description="Rewarded recalls like these still needed to certify the estimated "
+        "improvement (0: certified; null: the estimate is no improvement)",
+    )
     verdict: Literal["better", "not_better", "refused"] | None = Field(
-        default=None, description="better, not_better, or refused (no verdict: see reason)"
+        default=None,
+        description="better (the improvement's lower bound is above 0), "
+        "not_better, or refused (no verdict: see reason)",
     )
     reason: str | None = Field(default=None, description="Why, in words")
 

@@ -16,11 +16,11 @@ import pytest
 from sqlalchemy import null, select, update
 
 from app.core.config import Recall, Settings
-from app.dataset_tools import episodes, to_minari
 from app.db.backends import create_engine
 from app.db.engine import create_sessionmaker
 from app.main import create_app
 from app.repositories.transitions import TRANSITIONS
+from engram_client.transitions import episodes, to_minari
 from tests.conftest import running
 from tests.server import EngramServer
 

@@ -14,8 +14,8 @@ import httpx
 import pyarrow.parquet as pq
 from fastapi import FastAPI
 
-from app.dataset_tools import episodes
 from app.repositories.transitions import TransitionRepository
+from engram_client.transitions import episodes
 from tests.services.writer.test_batches import NOW, NS, _log, _memory, _rows, _transition, _writer
 
 TASK = "rotate the signing keys of the payments service"

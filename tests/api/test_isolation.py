@@ -319,7 +319,7 @@ async def test_no_cross_namespace_reads(app: FastAPI, client: httpx.AsyncClient)
                 ("POST", "/retire", None),
             )
         ),  # fmt: skip
-        ("POST /v1/policies/train", lambda: ("POST", "/v1/policies/train", {"holdout": 0.5})),
+        ("POST /v1/policies/train", lambda: ("POST", "/v1/policies/train", {"folds": 2})),
         (
             "POST /v1/reflect",
             lambda: ("POST", "/v1/reflect", {"task_type": "aardvark-type", "wait": True}),

@@ -63,7 +63,8 @@ def test_train_list_show_activate_retire(exploring: tuple[EngramServer, Log]) ->
     rows = {line.split("│")[1].strip(): line for line in listed.splitlines() if "│" in line}
     assert "active" in rows["baseline_v0"]
     n_train, n_holdout = trained["training"]["n_train"], trained["training"]["n_holdout"]
-    for text in ("candidate", "baseline_v0", f"{n_train} + {n_holdout} held out"):
+    folds = trained["training"]["folds"]
+    for text in ("candidate", "baseline_v0", f"{n_train}, {n_holdout} judged in {folds} folds"):
         assert text in rows[policy_id], rows[policy_id]
     assert trained["evaluation"]["verdict"] in rows[policy_id]
 
@@ -75,6 +76,9 @@ def test_train_list_show_activate_retire(exploring: tuple[EngramServer, Log]) ->
         row = next(line for line in shown.splitlines() if line.startswith(f"│ {how} "))
         mine, base = (interval(evaluation["estimates"][who][how]) for who in ("policy", "baseline"))
         assert row.index(mine) < row.index(base), row
+        if how in evaluation["improvement"]:
+            assert row.index(base) < row.index(interval(evaluation["improvement"][how])), row
+    assert f"certifiable: an improvement of {evaluation['smallest_improvement']:.3f}" in shown
     assert f"verdict: {evaluation['verdict']}: {evaluation['reason']}" in " ".join(shown.split())
 
     # Naive times are UTC: the whole logged window, judged again.
@@ -110,11 +114,11 @@ def test_train_without_waiting_and_bad_input(exploring: tuple[EngramServer, Log]
         f"{server.url}/v1/keys", json={"role": "reader"}, headers={"Authorization": f"Bearer {KEY}"}
     )
     reader = made.json()["key"]
-    queued, bad_time, bad_holdout, missing = together(
+    queued, bad_time, bad_folds, missing = together(
         server,
-        ("policy", "train", "--holdout", "0.5"),
+        ("policy", "train", "--folds", "4"),
         ("policy", "evaluate", "lp_x", "--since", "yesterday"),
-        ("policy", "train", "--holdout", "2"),
+        ("policy", "train", "--folds", "1"),
         ("policy", "show", "lp_no-such-policy"),
     )
     refused = engram(server, "policy", "train", key=reader)
@@ -124,7 +128,7 @@ def test_train_without_waiting_and_bad_input(exploring: tuple[EngramServer, Log]
     assert failed(bad_time) == (
         "engram: --since takes an ISO 8601 time (2026-01-31 or 2026-01-31T12:00Z), got 'yesterday'"
     )
-    assert failed(bad_holdout).startswith("engram: 422 holdout: ")
+    assert failed(bad_folds).startswith("engram: 422 folds: ")
     assert failed(missing).startswith("engram: 404 policy 'lp_no-such-policy' not found")
     assert failed(refused).startswith("engram: 403 ")
 

@@ -4,6 +4,8 @@ server's."""
 
 from __future__ import annotations
 
+import importlib.util
+import io
 import json
 from pathlib import Path
 
@@ -12,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from engram_client import AsyncEngram, ConnectionFailed, Engram, RetryPolicy
-from engram_client.dataset import Format
+from engram_client.dataset import DatasetPage, Format, ProgressBar
 from tests.client.conftest import KEY
 from tests.client.proxy import Proxy
 from tests.client.test_client import unique
@@ -135,3 +137,26 @@ async def test_async_dataframe_and_minari(server: EngramServer, tmp_path: Path) 
     assert (tmp_path / "minari" / "engram" / "client-v0").is_dir()
     rewards = sorted(float(r) for episode in dataset.iterate_episodes() for r in episode.rewards)
     assert rewards == sorted(float(i % 2) for i in range(ROWS))
+
+
+@pytest.mark.parametrize("rich", [True, False])
+def test_the_progress_bar_needs_rich_only_if_installed(
+    monkeypatch: pytest.MonkeyPatch, rich: bool
+) -> None:
+    """engram-client without its dataset extra has no rich: a download on a terminal then
+    runs without a bar instead of failing."""
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr("sys.stderr", Terminal())
+    if not rich:
+        real = importlib.util.find_spec
+        monkeypatch.setattr(
+            importlib.util, "find_spec", lambda name, *a: None if name == "rich" else real(name, *a)
+        )
+    with ProgressBar(enabled=True, description="dataset") as bar:
+        bar.advance(DatasetPage(b"", 3, None, None))
+    assert bar.rows == 3
+    assert (bar._bar is not None) is rich

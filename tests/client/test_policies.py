@@ -62,13 +62,15 @@ def judged(evaluation: Evaluation | None) -> Evaluation:
         for how in ("ips", "snips", "dr"):
             estimate = evaluation.estimates[who][how]
             assert estimate.low <= estimate.high, (who, how, estimate)
+    assert evaluation.estimator in evaluation.improvement
+    assert evaluation.smallest_improvement is not None
     return evaluation
 
 
 def test_trained_judged_activated_and_retired(engram: Engram, logged: Log) -> None:
     first = engram.policies.list()[0]
     assert (first.id, first.kind, first.status) == ("baseline_v0", "rules", "active")
-    policy = engram.policies.train(since=logged.since, holdout=0.3, wait=True, timeout=WAIT_S)
+    policy = engram.policies.train(since=logged.since, folds=4, wait=True, timeout=WAIT_S)
     assert isinstance(policy, PolicyRead)
     assert (policy.status, policy.kind, policy.parent_id) == (
         "candidate",
@@ -76,8 +78,9 @@ def test_trained_judged_activated_and_retired(engram: Engram, logged: Log) -> No
         "baseline_v0",
     )
     assert policy.training is not None
-    assert policy.training["n_train"] + policy.training["n_holdout"] == LOGGED
-    assert policy.training["n_holdout"] == round(LOGGED * 0.3)
+    # Fitted on every logged recall, each judged by the model of the other 3 folds.
+    assert policy.training["n_train"] == policy.training["n_holdout"] == LOGGED
+    assert policy.training["folds"] == 4
     evaluation = judged(policy.evaluation)
     assert evaluation.n_decisions == policy.training["n_holdout"]
     assert engram.policies.evaluation(policy.id) == evaluation
@@ -127,9 +130,9 @@ def test_refusals_are_the_hierarchy_s_classes(
         engram.policies.get("lp_no-such-policy")
     with pytest.raises(NotFound):
         engram.policies.evaluation("baseline_v0")  # the reference is not judged
-    with pytest.raises(InvalidInput) as holdout:
-        engram.policies.train(holdout=1.5)
-    assert holdout.value.field == "holdout"
+    with pytest.raises(InvalidInput) as folds:
+        engram.policies.train(folds=1)
+    assert folds.value.field == "folds"
 
     policy = engram.policies.train(since=logged.since, wait=True, timeout=WAIT_S)
     with pytest.raises(InvalidInput) as reasonless:

@@ -1,10 +1,11 @@
 """The reward model: fitted on logged selections, it tells the memories that help from
 those that hurt, never extrapolates past what it was trained on, and survives a round trip
-through its stored form."""
+through its stored form; a fold's model never sees the fold's rewards."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from app.learning.bandit import Logs, RewardModel, fit
 from app.learning.features import CANDIDATE_FEATURES, REQUEST_FEATURES
@@ -30,7 +31,7 @@ def logs(n: int, rng: np.random.Generator) -> Logs:
 
 def test_it_tells_helpful_from_harmful_and_does_not_extrapolate() -> None:
     rng = np.random.default_rng(1)
-    model, metrics = fit(logs(3000, rng), l2=1.0, clip=20.0)
+    model, metrics, _ = fit(logs(3000, rng), l2=1.0, clip=20.0)
     assert metrics["weighted_r2"] > 0.6  # a step in confidence, fitted by a quadratic
     probe = rng.uniform(0, 1, (200, len(CANDIDATE_FEATURES)))
     probe[:, CANDIDATE_FEATURES.index("type_index")] = 2
@@ -50,3 +51,22 @@ def test_it_tells_helpful_from_harmful_and_does_not_extrapolate() -> None:
     assert np.allclose(model.gains(far, requests), model.gains(edge, requests))
     again = RewardModel.from_json(model.to_json())
     assert np.allclose(again.gains(probe, requests), gains)
+
+
+def test_a_folds_model_never_sees_the_folds_rewards() -> None:
+    rng = np.random.default_rng(2)
+    clean = logs(2000, rng)
+    fold, rest = np.arange(0, 500), np.arange(500, 2000)
+    _, _, (without_fold, without_rest) = fit(clean, l2=1.0, clip=20.0, folds=[fold, rest])
+    # The fold's rewards turned upside down: its own model is the same, the others' is not.
+    upside_down = Logs(
+        clean.rows, clean.owner, clean.requests, clean.rewards.copy(), clean.propensities
+    )
+    upside_down.rewards[fold] = 10.0 - upside_down.rewards[fold]
+    _, _, (again, changed) = fit(upside_down, l2=1.0, clip=20.0, folds=[fold, rest])
+    assert again.intercept == pytest.approx(without_fold.intercept)
+    assert np.allclose(again.weights, without_fold.weights)
+    assert not np.allclose(changed.weights, without_rest.weights)
+    # No fold left out: the model of every decision.
+    whole, _, (same,) = fit(clean, l2=1.0, clip=20.0, folds=[np.arange(0)])
+    assert np.allclose(same.weights, whole.weights)

@@ -10,7 +10,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from app.learning.episode_reward import Baseline, EpisodeFacts, aggregate, episode_reward
-from app.learning.rewards import recall_reward
+from app.learning.rewards import EXPLICIT_BOUND, recall_bounds, recall_reward
 from tests.learning.strategies import (
     LATENCY,
     MAX_FLOAT,
@@ -266,3 +266,19 @@ def test_recall_reward_orders_outcomes_and_costs(
     assert scalar(tokens_used=more) <= scalar(tokens_used=fewer)
     faster, slower = sorted((l1, l2))
     assert scalar(latency_ms=slower) <= scalar(latency_ms=faster)
+
+
+@given(st.lists(st.tuples(VALUES, SIGNALS), min_size=1, max_size=8))
+def test_every_recall_reward_lies_within_the_specs_bounds(
+    posted: list[tuple[float | None, dict[str, Any]]],
+) -> None:
+    rewards = [recall_reward(value=v, signals=s) for v, s in posted]
+    low, high = recall_bounds(
+        [(v, parts) for (v, _), (_, parts) in zip(posted, rewards, strict=True)]
+    )
+    assert all(low <= scalar <= high for scalar, _ in rewards)
+    if all(v is None for v, _ in posted):
+        assert high == 1.0  # at best a success at no cost
+    else:
+        assert low <= -EXPLICIT_BOUND
+        assert high == EXPLICIT_BOUND

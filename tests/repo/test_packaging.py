@@ -318,7 +318,8 @@ def test_the_entrypoint_leaves_migrations_to_another_process_when_told(
 
 def test_the_wheel_holds_every_file_the_code_reads(tmp_path: Path) -> None:
     """The image installs the wheel, not the tree: the dashboard's templates and scripts,
-    the signature rules and the migration template must be in it. Built from a copy of the
+    the signature rules and the migration template must be in it, and the Python client
+    from client/ (the CLI's client commands use it). Built from a copy of the
     repository's files, so that no build left in the tree (egg-info) stands in for the
     configuration."""
     import shutil
@@ -348,6 +349,9 @@ def test_the_wheel_holds_every_file_the_code_reads(tmp_path: Path) -> None:
     }
     assert wanted
     assert wanted - names == set()
+    client = {n.removeprefix("client/") for n in listed if n.startswith("client/engram_client/")}
+    assert "engram_client/__init__.py" in client
+    assert client - names == set()
 
 
 def test_the_replicas_behind_the_proxy_trust_its_address_and_only_it() -> None:

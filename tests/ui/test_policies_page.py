@@ -108,7 +108,12 @@ async def test_every_policy_with_its_evaluation(
     for how in ("ips", "snips", "dr"):
         row = await canary.locator(f"tr.estimate-{how}").inner_text()
         mine, base_estimate = (evaluation.estimates[who][how] for who in ("policy", "baseline"))
-        assert row == f"{how.upper()}\t{cells(mine)}\t{cells(base_estimate)}"
+        gain = evaluation.improvement.get(how)  # judged by IPS and DR, not SNIPS
+        name = how.upper() + (" (verdict)" if evaluation.estimator == how else "")
+        expected = f"{name}\t{cells(mine)}\t{cells(base_estimate)}\t"
+        assert row == expected + (cells(gain) if gain else "–\t–")
+    certify = await canary.locator("p.certify").inner_text()
+    assert f"improvement of {evaluation.smallest_improvement:.3f} or more" in certify
     support = await canary.locator("p.support").inner_text()
     assert support.startswith(f"{evaluation.n_decisions} logged decisions from ")
     assert await canary.locator(".supported").inner_text() == (
@@ -154,7 +159,7 @@ async def test_the_page_over_the_test_database(app: FastAPI, client: httpx.Async
     world = PolicyWorld(7)
     await plant(client, world)
     await run(client, world, n=60, seed=7)
-    started = await client.post("/v1/policies/train", json={"holdout": 0.5})
+    started = await client.post("/v1/policies/train", json={"folds": 2})
     assert started.status_code == 202, started.text
     before = await client.get("/ui/policies")
     assert "Evaluation pending: a job runs it." in before.text

@@ -47,8 +47,8 @@ async def list_policies(
 async def train_policy(
     body: PolicyTrain, principal: AdminDep, session: WriteSessionDep, state: StateDep
 ) -> PolicyRead:
-    """Train a policy on the window's rewarded recalls (a job): it fits on the older ones
-    and is judged off-policy on the latest `holdout` share; status `training` until then."""
+    """Train a policy on the window's rewarded recalls (a job): it fits on all of them and
+    is judged off-policy by cross-fitting (`folds`); status `training` until then."""
     check_window(body.since, body.until)
     found = await _service(session, state).train(principal.namespace, body)
     if state.worker is not None:

@@ -69,11 +69,22 @@ def show_evaluation(evaluation: Evaluation | None) -> None:
         f"evaluation: {evaluation.n_decisions} logged decisions, "
         f"{_percent(evaluation.supported_share)} with support, effective sample size {ess}"
     )
+    improvement = evaluation.improvement or {}
     table(
         None,
-        ["estimator", "policy (95% CI)", "baseline (95% CI)"],
-        [[name, _interval(policy.get(name)), _interval(baseline.get(name))] for name in ESTIMATORS],
+        ["estimator", "policy (95% CI)", "baseline (95% CI)", "improvement (95% CI)"],
+        [
+            [name, *(_interval(e.get(name)) for e in (policy, baseline, improvement))]
+            for name in ESTIMATORS
+        ],
     )
+    if evaluation.smallest_improvement is not None:
+        needed = evaluation.more_recalls_needed
+        more = "-" if needed is None else f"{needed} more rewarded recalls"
+        typer.echo(
+            f"certifiable: an improvement of {evaluation.smallest_improvement:.3f} or more; "
+            f"the estimated one: {more}"
+        )
     typer.echo(f"verdict: {evaluation.verdict or '-'}: {evaluation.reason or ''}".rstrip(": "))
 
 
@@ -81,7 +92,9 @@ def _size(policy: PolicyRead) -> str | None:
     training = policy.training or {}
     if "n_train" not in training:
         return None
-    return f"{training['n_train']} + {training.get('n_holdout', 0)} held out"
+    if "folds" not in training:  # trained with a held-out share
+        return f"{training['n_train']} + {training.get('n_holdout', 0)} held out"
+    return f"{training['n_train']}, {training['n_holdout']} judged in {training['folds']} folds"
 
 
 def _summary(policy: PolicyRead) -> dict[str, Any]:
@@ -165,19 +178,19 @@ def policy_train(
     as_json: Json = False,
     since: Since = None,
     until: Until = None,
-    holdout: Annotated[
-        float | None, Opt(help="Latest share of the window held out to evaluate on")
+    folds: Annotated[
+        int | None, Opt(help="Cross-fitting: blocks of the latest decisions, 2 to 20 (5)")
     ] = None,
     l2: Annotated[float | None, Opt("--l2", help="L2 regularisation of the reward model")] = None,
     clip: Annotated[float | None, Opt(help="Largest importance weight")] = None,
     wait: Wait = False,
     timeout: Timeout = 300.0,
 ) -> None:
-    """Train a policy on the logged recalls of a window (a job), evaluated on its latest part."""
+    """Train a policy on the logged recalls of a window (a job), judged by cross-fitting."""
     window = {"since": _time("--since", since), "until": _time("--until", until)}
     with connect(url, key) as engram:
         policy = engram.policies.train(
-            **window, holdout=holdout, l2=l2, clip=clip, wait=wait, timeout=timeout
+            **window, folds=folds, l2=l2, clip=clip, wait=wait, timeout=timeout
         )
     _done(policy, as_json=as_json, waited=wait, job="training")
 

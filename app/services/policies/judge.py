@@ -137,18 +137,17 @@ def _gains(
     return dict(zip(ids, values.tolist(), strict=True))
 
 
-def judge(
+def _judged(
     decisions: Sequence[Logged],
     *,
     model: RewardModel,
     logging_models: Mapping[str, RewardModel],
     epsilon: float,
-    seed: int = 0,
-) -> dict[str, Any]:
-    """Off-policy evaluation of `model`'s policy against baseline_v0 on logged decisions.
-    A decision counts when its logging policy can be rebuilt: baseline_v0 of this version,
+    found: Judged,
+) -> None:
+    """Each decision's terms for `model`'s policy and baseline_v0, added to `found`. A
+    decision counts when its logging policy can be rebuilt: baseline_v0 of this version,
     or a learned policy of `logging_models`."""
-    found = Judged()
     for d in decisions:
         logged_eps = (d.action or {}).get("epsilon")
         if d.policy_id == POLICY_ID:
@@ -190,16 +189,34 @@ def judge(
         found.baseline.append(b)
         found.rewards.append(d.reward)
         found.logged_predictions.append(predicted)
+
+
+def judge(
+    folds: Sequence[tuple[Sequence[Logged], RewardModel]],
+    *,
+    logging_models: Mapping[str, RewardModel],
+    epsilon: float,
+    bounds: tuple[float, float],
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Off-policy evaluation of a learned policy against baseline_v0 on logged decisions,
+    given as (decisions, the model that judges them): cross-fitted, each fold's decisions
+    by the model fitted without their rewards; one summary over them all."""
+    found = Judged()
+    for decisions, model in folds:
+        _judged(decisions, model=model, logging_models=logging_models, epsilon=epsilon, found=found)
     summary = offpolicy.summarise(
         found.policy,
         found.baseline,
         rewards=found.rewards,
         logged_predictions=found.logged_predictions,
         unusable=found.unusable,
+        bounds=bounds,
         seed=seed,
     )
     summary["epsilon"] = epsilon
-    if decisions:
-        summary["since"] = decisions[0].created_at.isoformat()
-        summary["until"] = decisions[-1].created_at.isoformat()
+    every = [d for decisions, _ in folds for d in decisions]
+    if every:
+        summary["since"] = min(d.created_at for d in every).isoformat()
+        summary["until"] = max(d.created_at for d in every).isoformat()
     return summary

@@ -122,7 +122,7 @@ class PolicyService:
         now = datetime.now(UTC)
         deciding = await self.repo.deciding(namespace)
         active = next((r.id for r in deciding if r.status == "active"), policy.POLICY_ID)
-        hyper = {"holdout": body.holdout, "l2": body.l2, "clip": body.clip}
+        hyper = {"folds": body.folds, "l2": body.l2, "clip": body.clip}
         row = Policy(
             namespace=namespace,
             id=f"lp_{uuid7()}",

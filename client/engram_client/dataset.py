@@ -1,10 +1,11 @@
 """The RL dataset (GET /v1/rl/dataset) page by page: into a file that a later run can
 resume, a pandas DataFrame, or a Minari dataset; with a progress bar. pandas, pyarrow,
-minari and rich are imported only by what needs them."""
+minari and rich (the client's `dataset` extra) are imported only by what needs them."""
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 import json
 import os
@@ -19,6 +20,7 @@ from typing import Any, Literal
 import httpx
 
 from engram_client._http import Call, query
+from engram_client.transitions import to_minari
 
 Format = Literal["ndjson", "parquet"]
 FORMATS: tuple[Format, ...] = ("ndjson", "parquet")
@@ -80,15 +82,16 @@ def page_of(response: httpx.Response) -> DatasetPage:
 
 
 class ProgressBar:
-    """Rows, pages and bytes downloaded so far, on stderr (rich); silent when disabled or
-    when stderr is not a terminal (a log would keep only the bar's last line)."""
+    """Rows, pages and bytes downloaded so far, on stderr (rich); silent when disabled,
+    when stderr is not a terminal (a log would keep only the bar's last line), or when rich
+    is not installed (an NDJSON download needs no extra)."""
 
     def __init__(self, *, enabled: bool, description: str, rows: int = 0) -> None:
         self._bar: Any = None
         self._task: Any = None
         self.rows = rows
         self.pages = 0
-        if not enabled or not sys.stderr.isatty():
+        if not enabled or not sys.stderr.isatty() or importlib.util.find_spec("rich") is None:
             return
         from rich.console import Console
         from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -234,8 +237,6 @@ def minari_dataset(
 ) -> Any:
     """Rows of the transitions table as a Minari dataset, under `root` (else Minari's own
     folder, MINARI_DATASETS_PATH)."""
-    from app.dataset_tools import to_minari
-
     if not rows:
         raise ValueError("the dataset has no completed transitions yet: nothing to export")
     with _minari_root(root):

@@ -165,7 +165,7 @@ class Policies(_Resource):
         *,
         since: datetime | None = None,
         until: datetime | None = None,
-        holdout: float | None = None,
+        folds: int | None = None,
         l2: float | None = None,
         clip: float | None = None,
         wait: bool = False,
@@ -173,7 +173,7 @@ class Policies(_Resource):
     ) -> PolicyRead:
         """Train on the window's logged transitions (a job); `wait=True` returns it once
         trained (a candidate, or failed), raising `TimedOut` after `timeout` seconds."""
-        call = pc.train(since=since, until=until, holdout=holdout, l2=l2, clip=clip)
+        call = pc.train(since=since, until=until, folds=folds, l2=l2, clip=clip)
         policy = self._c.run(call)
         if not wait:
             return policy

@@ -1,5 +1,8 @@
 """Helpers for data scientists: turn rows of GET /v1/rl/dataset (table=transitions) into
-episodes, and into a Minari dataset (`pip install minari`; imported only when used).
+episodes, and into a Minari dataset (`pip install 'engram-client[dataset]'`; Minari,
+Gymnasium and NumPy are imported only by `to_minari`).
+
+    from engram_client.transitions import to_minari
 
     rows = [json.loads(line) for line in open("transitions.ndjson")]
     dataset = to_minari(rows, "engram/recall-v0", slots=metadata["candidate_slots"])

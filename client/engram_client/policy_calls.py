@@ -45,11 +45,11 @@ def train(
     *,
     since: datetime | None,
     until: datetime | None,
-    holdout: float | None,
+    folds: int | None,
     l2: float | None,
     clip: float | None,
 ) -> Call[PolicyRead]:
-    body = PolicyTrain(since=since, until=until, holdout=holdout, l2=l2, clip=clip)
+    body = PolicyTrain(since=since, until=until, folds=folds, l2=l2, clip=clip)
     return Call("POST", "/v1/policies/train", parser(PolicyRead), json=as_json(body))
 
 

@@ -16,7 +16,7 @@ class PolicyTrain(Request):
 
     since: datetime | None = Field(default=None, description="Transitions at or after")
     until: datetime | None = Field(default=None, description="Transitions before")
-    holdout: float | None = Field(default=None, description="Latest share held out to evaluate")
+    folds: int | None = Field(default=None, description="Cross-fitting blocks, 2 to 20 (5)")
     l2: float | None = Field(default=None, description="L2 regularisation of the reward model")
     clip: float | None = Field(default=None, description="Largest importance weight")
 
@@ -55,6 +55,19 @@ class Evaluation(Response):
     epsilon: float | None = Field(default=None, description="Exploration assumed for both")
     estimates: dict[str, dict[str, Estimate]] = Field(
         default_factory=dict, description="policy and baseline: ips, snips and dr estimates"
+    )
+    reward_range: list[float] | None = Field(
+        default=None, description="The range the reward spec allows: no estimate leaves it"
+    )
+    improvement: dict[str, Estimate] = Field(
+        default_factory=dict, description="The policy minus baseline_v0, decision by decision"
+    )
+    estimator: str | None = Field(default=None, description="The improvement's, for the verdict")
+    smallest_improvement: float | None = Field(
+        default=None, description="The smallest improvement these logs could certify"
+    )
+    more_recalls_needed: int | None = Field(
+        default=None, description="Rewarded recalls still needed to certify the estimated one"
     )
     verdict: str | None = Field(default=None, description="better, not_better or refused")
     reason: str | None = Field(default=None, description="Why, in words")
