@@ -179,7 +179,9 @@ async def test_the_embedded_replica_reads_locally_and_writes_to_the_server(
         while (await r.get(f"/v1/memories/{other_id}")).status_code != 200:
             assert time.monotonic() < deadline, "the replica never synced the other write"
             await asyncio.sleep(0.05)
-        hits = (await r.post("/v1/memories/search", json={"query": "pulled"})).json()["hits"]
+        found = await r.post("/v1/memories/search", json={"query": "pulled"})
+        assert found.status_code == 200, found.text
+        hits = found.json()["hits"]
         assert [h["memory"]["id"] for h in hits] == [other_id]
         # Reads are the replica's own: they answer with the server gone.
         primary.stop()
