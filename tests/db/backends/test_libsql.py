@@ -186,8 +186,9 @@ async def test_the_embedded_replica_reads_locally_and_writes_to_the_server(
         # Reads are the replica's own: they answer with the server gone.
         primary.stop()
         assert (await r.get(f"/v1/memories/{memory_id}")).status_code == 200
-        hits = (await r.post("/v1/memories/search", json={"query": "replicas"})).json()["hits"]
-        assert [h["memory"]["id"] for h in hits] == [memory_id]
+        found = await r.post("/v1/memories/search", json={"query": "replicas"})
+        assert found.status_code == 200, found.text
+        assert [h["memory"]["id"] for h in found.json()["hits"]] == [memory_id]
     # The replica is a local SQLite file holding the rows.
     assert (tmp_path / "replica" / "engram.db").stat().st_size > 0
     syncs = replica.state.engram.checkpointer.syncs  # type: ignore[attr-defined]
