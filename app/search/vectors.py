@@ -1,13 +1,11 @@
 """The vector index: the memories' vectors of one model (`memory_vectors`), per namespace,
 in memory (`vector_space.py`: exact float32 while small, int8 HNSW past `exact_max`); a
-cache of SQL, read through the app's engine, so it runs alike on SQLite, libSQL and
-PostgreSQL.
+cache of SQL, read through the app's engine: alike on SQLite, libSQL and PostgreSQL.
 
 Consistency with SQL:
-- new rows: those past the highest `seq` read (a cursor), each with its memory's type and
-  scope (neither changes after an insert), read in one statement before a query at most
-  every SYNC_S, and at once on `refresh()`; a memory embedded again has a new row, and
-  its older slot is dropped;
+- new rows: those past the highest `seq` read (a cursor), with their memory's type and
+  scope (fixed at insert), read before a query at most every SYNC_S (waited for up to a
+  second) and on `refresh()`; a memory embedded again has a new row, its old slot dropped;
 - deleted memories (their vector rows go with them by trigger) and rows committed out of
   `seq` order (concurrent PostgreSQL writers): every VERIFY_S, and on `refresh()`, one
   grouped count of the model's rows per namespace (over the table's unique index) is
@@ -15,10 +13,8 @@ Consistency with SQL:
   slots whose row is gone and reads the rows it lacks.
 The index only proposes matches: callers read the rows from SQL and apply statuses,
 sensitivity and validity there, so an answer never holds a memory SQL does not.
-
-Reading SQL is the event loop's (awaited, in chunks); everything else (decoding vectors,
-the matrices, the HNSW graph's growth in steps, searches) runs in the index's one thread,
-so queries wait for nothing but each other and one step of a build."""
+Reading SQL is the event loop's (awaited, in chunks); the rest (decoding vectors, matrices,
+the HNSW graph's growth in steps, searches) runs in the index's one thread."""
 
 from __future__ import annotations
 
@@ -69,6 +65,7 @@ class VectorIndex:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vector-index")
         self._loading: asyncio.Task[None] | None = None
         self._verifying: asyncio.Task[None] | None = None
+        self._syncing: asyncio.Task[None] | None = None  # held: asyncio keeps tasks weakly
         self._growing = False
         self._holding = False  # no graph grows while the first load reads (it may be saved)
         self._saved: dict[str, int] = {}  # namespace -> slots its saved graph covers
@@ -163,21 +160,24 @@ class VectorIndex:
         now = time.monotonic()
         if now - self._synced_at < SYNC_S:
             return
-        async with self._lock:
-            await self._sync(verify=False)
+        # Waited for a while only: where the query's transaction holds the one connection
+        # (an embedded replica's), the read gets it once the query ends.
+        self._syncing = asyncio.get_running_loop().create_task(self._later(verify=False))
+        await asyncio.wait({self._syncing}, timeout=1)
         if now - self._verified_at >= VERIFY_S and self._verifying is None:
             # In the background: counting a million rows is not this query's to wait for.
-            self._verifying = asyncio.get_running_loop().create_task(self._verify_later())
+            self._verifying = asyncio.get_running_loop().create_task(self._later(verify=True))
 
-    async def _verify_later(self) -> None:
+    async def _later(self, *, verify: bool) -> None:
+        """A catch-up, or a check for deleted rows, in a task of its own."""
         try:
             async with self._lock:
-                await self._verify()
+                await (self._verify() if verify else self._sync(verify=False))
         except Exception:
-            log.exception("vector index: checking for deleted rows failed")
-            self._verified_at = time.monotonic()
+            log.exception("vector index: %s failed", "verifying" if verify else "catching up")
+            self._verified_at = time.monotonic() if verify else self._verified_at
         finally:
-            self._verifying = None
+            self._verifying = None if verify else self._verifying
 
     async def _sync(self, *, verify: bool) -> None:
         while True:

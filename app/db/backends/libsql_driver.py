@@ -162,6 +162,12 @@ class _Cursor:
         self._cursor.close()
 
 
+def _is_replica(connection: Any) -> bool:
+    """Whether SQLAlchemy's DB-API connection wraps an embedded replica's."""
+    inner = getattr(getattr(connection, "_connection", None), "_conn", None)
+    return isinstance(inner, _Connection) and inner._replica
+
+
 class _Connection:
     """sqlite3.Connection's surface over a libsql-experimental connection."""
 
@@ -279,7 +285,11 @@ class LibSQLDialect(SQLiteDialect_aiosqlite):
     def is_disconnect(self, e: Exception, connection: Any, cursor: Any) -> bool:
         # The server is gone, or ended the transaction itself (it times out a writer
         # that keeps others waiting): the connection's state is unknown, so it is dropped.
+        # Not an embedded replica's when the server is gone: its file still reads, and a
+        # new connection could not open (the binding syncs on connect).
         text = str(e)
+        if "unreachable" in text and _is_replica(connection):
+            return False
         return any(
             sign in text
             for sign in ("unreachable", "Transaction timed out", "within a transaction")
