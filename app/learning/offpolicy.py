@@ -138,7 +138,6 @@ ESTIMATORS = ("ips", "snips", "dr")
 # the self-normalised one: its intervals held the true value in 35 of 40 seeds of
 # tests/learning/test_offpolicy.py's world, where these held it in 38 or more.
 PAIRED = ("ips", "dr")
-Z = 1.96
 
 
 def _ratio(num: float, den: float) -> float:
@@ -199,13 +198,13 @@ def _within(value: float, low: float, high: float, bounds: tuple[float, float]) 
 
 
 def _certify(found: Interval, n: int) -> dict[str, Any]:
-    """The smallest improvement these logs could certify (Z standard errors, the error read
-    from the interval's width), and how many more rewarded recalls like these would certify
-    the estimated one (None: the estimate is no improvement)."""
-    se = (found.high - found.low) / (2 * Z)
-    smallest = Z * se
+    """The smallest improvement these logs could certify (1.96 standard errors: the 95%
+    interval's half-width), and how many more rewarded recalls like these would certify
+    the estimated one (None: the estimate is no improvement). The half-width shrinks as
+    1/√n."""
+    smallest = (found.high - found.low) / 2
     more = None
-    if found.value > 0 and se > 0:
+    if found.value > 0 and smallest > 0:
         more = max(0, math.ceil(n * (smallest / found.value) ** 2) - n)
     return {"smallest_improvement": smallest, "more_recalls_needed": more}
 

@@ -54,6 +54,8 @@ EXPLICIT_BOUND = 1_000_000.0
 def recall_bounds(parts: list[tuple[float | None, dict[str, float]]]) -> tuple[float, float]:
     """The range a mean reward of these recalls' kind can lie in, from each reward's
     explicit value (or not) and components."""
+    if not parts:
+        return -EXPLICIT_BOUND, EXPLICIT_BOUND
     worst = RECALL_SPEC["task_success"]["false"] + RECALL_SPEC["unsafe_action"]
     worst += RECALL_SPEC["stale_memory_error"]
     lows, highs = [], []
@@ -65,6 +67,4 @@ def recall_bounds(parts: list[tuple[float | None, dict[str, float]]]) -> tuple[f
             cost = components.get("tokens_used", 0.0) + components.get("latency_ms", 0.0)
             lows.append(worst + cost)
             highs.append(RECALL_SPEC["task_success"]["true"])
-    if not parts:
-        return -EXPLICIT_BOUND, EXPLICIT_BOUND
     return min(lows), max(highs)

@@ -12,7 +12,7 @@ Consistency with SQL:
   compared with the slots alive; a namespace that differs reads its seqs again, drops the
   slots whose row is gone and reads the rows it lacks.
 The index only proposes matches: callers read the rows from SQL and apply statuses,
-sensitivity and validity there, so an answer never holds a memory SQL does not.
+sensitivity and validity there (an answer never holds a memory SQL does not).
 Reading SQL is the event loop's (awaited, in chunks); the rest (decoding vectors, matrices,
 the HNSW graph's growth in steps, searches) runs in the index's one thread."""
 
@@ -160,8 +160,7 @@ class VectorIndex:
         now = time.monotonic()
         if now - self._synced_at < SYNC_S:
             return
-        # Waited for a while only: where the query's transaction holds the one connection
-        # (an embedded replica's), the read gets it once the query ends.
+        # Waited for a second only: a query's transaction may hold the one connection.
         self._syncing = asyncio.get_running_loop().create_task(self._later(verify=False))
         await asyncio.wait({self._syncing}, timeout=1)
         if now - self._verified_at >= VERIFY_S and self._verifying is None:
@@ -175,9 +174,10 @@ class VectorIndex:
                 await (self._verify() if verify else self._sync(verify=False))
         except Exception:
             log.exception("vector index: %s failed", "verifying" if verify else "catching up")
-            self._verified_at = time.monotonic() if verify else self._verified_at
         finally:
-            self._verifying = None if verify else self._verifying
+            if verify:  # done or failed: not again for VERIFY_S
+                self._verified_at = time.monotonic()
+                self._verifying = None
 
     async def _sync(self, *, verify: bool) -> None:
         while True:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse, StreamingResponse
@@ -14,7 +13,6 @@ from fastapi.templating import Jinja2Templates
 from app.api.deps import SessionDep, StateDep
 from app.learning.features import SCHEMA_VERSION
 from app.schemas.filters import DatasetFilters
-from app.services import dataset
 from app.services.access.auth import Principal
 from app.services.dataset.download import download as dataset_download
 from app.services.operations.dashboard import DashboardService
@@ -223,12 +221,5 @@ async def download(
         limit=10_000,
         slots=state.settings.recall.candidate_slots,
     )
-    name = f"engram-transitions.{dataset.FORMATS[format].extension}"
-    headers = {
-        "X-Schema-Version": SCHEMA_VERSION,
-        "Content-Disposition": f'attachment; filename="{name}"',
-    }
-    if found.next_cursor is not None:
-        query = urlencode(dict(request.query_params) | {"cursor": found.next_cursor})
-        headers["Link"] = f'<{request.url.path}?{query}>; rel="next"'
+    headers = found.headers(request.url.path, request.query_params, attachment=True)
     return StreamingResponse(found.body, media_type=found.media_type, headers=headers)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Annotated, Any, Literal
-from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
@@ -12,7 +11,6 @@ from fastapi.responses import StreamingResponse
 from app.api.deps import ReaderDep, SessionDep, SettingsDep, StateDep, page_size
 from app.api.params import Cursor, Limit, PolicyId, QueryInt, Since, TaskType, Until
 from app.core.errors import error_responses
-from app.learning.features import SCHEMA_VERSION
 from app.schemas.filters import DatasetFilters, check_window
 from app.schemas.recall import TransitionPage
 from app.schemas.service import DatasetMetadata, dataset_answer
@@ -119,12 +117,7 @@ async def download_dataset(
         limit=limit,
         slots=state.settings.recall.candidate_slots,
     )
-    headers = {"X-Schema-Version": SCHEMA_VERSION}
-    if found.next_cursor is not None:
-        params = dict(request.query_params) | {"cursor": found.next_cursor}
-        headers["Link"] = f'<{request.url.path}?{urlencode(params)}>; rel="next"'
-    if found.filename is not None:
-        headers["Content-Disposition"] = f'attachment; filename="{found.filename}"'
+    headers = found.headers(request.url.path, request.query_params)
     return StreamingResponse(found.body, media_type=found.media_type, headers=headers)
 
 
