@@ -4,8 +4,9 @@ more natural text up to each size; the requests are people's questions (the same
 `task`, scoped, k 10, budget 2,000, one client, on the real server. In the same run the
 obvious approach is timed over the same memories: a plain FTS5 BM25 OR-query of the
 question's words, stop words dropped, in process (no HTTP). Printed: p50 / p95 of each,
-their ratios, recall's p50 against its own at the smallest size, the index build at start
-and the server's RSS."""
+their ratios, recall's p50 against its own at the smallest size, the indexes' readiness
+after a first start (built from SQL) and after a restart (read back from their files), and
+the server's RSS."""
 
 from __future__ import annotations
 
@@ -150,29 +151,37 @@ async def index_build(url: str) -> tuple[float, dict[str, Any]]:
 class Size:
     recall: list[float]
     baseline: list[float]
+    first_ready_s: float  # indexes built from SQL
+    restart_ready_s: float  # read back from their files
 
 
 async def measure_size(tmp: Path, db: Path, questions: list[str], *, mode: str) -> Size:
-    """A server started on the store (`hybrid`: with the local embedder), timed."""
-    server = EngramServer(
-        tmp,
-        database_url=f"sqlite+aiosqlite:///{db}",
-        ENGRAM_LOG_REQUESTS="false",
-        ENGRAM_EMBEDDINGS__PROVIDER="local" if mode == "hybrid" else "none",
-    ).start()
-    try:
-        build_s, stats = await index_build(server.url)
-        rss_built = server.rss_bytes()
-        recall, baseline = await timed(server.url, db, questions, mode=mode)
-        rss_after = server.rss_bytes()
-    finally:
-        server.stop()
-    print(
-        f"  {mode} server: indexes ready {build_s:.1f} s after it answered "
-        f"({', '.join(f'{k}: {v}' for k, v in stats.items() if v)}); "
-        f"RSS {rss_built / 2**20:,.0f} MiB then, {rss_after / 2**20:,.0f} MiB after the recalls"
-    )
-    return Size(recall, baseline)
+    """A server started on the store (`hybrid`: with the local embedder), then started
+    again (its indexes read back from the files the first saved), timed."""
+    ready_s: list[float] = []
+    for start in ("first start", "restart"):
+        server = EngramServer(
+            tmp,
+            database_url=f"sqlite+aiosqlite:///{db}",
+            ENGRAM_LOG_REQUESTS="false",
+            ENGRAM_EMBEDDINGS__PROVIDER="local" if mode == "hybrid" else "none",
+        ).start()
+        try:
+            build_s, stats = await index_build(server.url)
+            ready_s.append(build_s)
+            rss_built = server.rss_bytes()
+            if start == "restart":
+                recall, baseline = await timed(server.url, db, questions, mode=mode)
+                rss_after = server.rss_bytes()
+        finally:
+            server.stop()
+        print(
+            f"  {mode} server, {start}: indexes ready {build_s:.1f} s after it answered "
+            f"({', '.join(f'{k}: {v}' for k, v in stats.items() if v)}); "
+            f"RSS {rss_built / 2**20:,.0f} MiB then"
+            + (f", {rss_after / 2**20:,.0f} MiB after the recalls" if start == "restart" else "")
+        )
+    return Size(recall, baseline, ready_s[0], ready_s[1])
 
 
 def ratios(size: int, s: Size, first: Size, previous: Size) -> str:
@@ -182,7 +191,8 @@ def ratios(size: int, s: Size, first: Size, previous: Size) -> str:
         f"{size:>9,} | recall p50 {r50:6.1f} p95 {r95:6.1f} ms | FTS5 OR-query p50 {b50:6.1f} "
         f"p95 {b95:6.1f} ms | recall / query: p50 {r50 / b50:.2f}, p95 {r95 / b95:.2f} | "
         f"recall p50 / its p50 at the smallest size {r50 / statistics.median(first.recall):.2f}, "
-        f"at the size before {r50 / statistics.median(previous.recall):.2f}"
+        f"at the size before {r50 / statistics.median(previous.recall):.2f} | indexes ready "
+        f"{s.first_ready_s:.1f} s after a first start, {s.restart_ready_s:.1f} s after a restart"
     )
 
 
@@ -244,5 +254,6 @@ async def main(sizes: list[int], *, data: str | None, hybrid: bool) -> None:
             previous = s
     print(
         "targets at 100,000: recall / query p50 <= 0.4 and p95 <= 0.5 (hybrid: p50 <= 0.6); "
-        "at 1,000,000: p50 <= 1.5x its 100,000 figure, indexes built in <= 30 s, RSS <= 1.5 GiB"
+        "at 1,000,000: p50 <= 1.5x its 100,000 figure, indexes ready <= 30 s after a restart, "
+        "RSS <= 1.5 GiB"
     )

@@ -20,6 +20,7 @@ from app.db.backends.sqlite import SQLiteBackend
 from app.learning import tokens
 from app.repositories.memory_sql import MEMORIES, FilterShape, filter_params
 from app.schemas.filters import MemoryFilters
+from app.search import snapshot
 from app.search.base import Ranked, Statements, ranked_statement, relative, scored
 from app.search.index import TermIndex
 from app.search.postings import ns_token
@@ -76,7 +77,11 @@ class Fts5Search:
     def __init__(
         self, *, database_file: str | None, use_index: bool, local_probe: bool = False
     ) -> None:
-        self.index = TermIndex(database_file) if use_index and database_file else None
+        self.index = (
+            TermIndex(database_file, saved=snapshot.path_for(database_file))
+            if use_index and database_file
+            else None
+        )
         # Where the database has no temp tables (a libSQL server), stems are learned in a
         # private in-memory SQLite with the same tokenizer.
         self._local_probe = probe.LocalProbe() if local_probe else None

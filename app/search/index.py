@@ -3,11 +3,9 @@ SQLite search (`fts5.py`), which the lifespan creates. This module runs it: its 
 its connection, and when to build, catch up or rebuild; `loading.py` reads SQL into its
 data (`postings.py`) and `bm25.py` scores a query over that data.
 
-FTS5 answers an OR query by scoring every row that holds any query term, a few hundred
-nanoseconds per posting in C plus the cost of its bm25() callback: tens of milliseconds
-when a query holds common words and the table 100,000 rows. This index keeps the same
-postings as arrays and scores a query with numpy, with the same BM25 as FTS5's bm25(),
-in a millisecond or two at that size.
+FTS5 answers an OR query by scoring, through a callback, every row that holds any query
+term; this index keeps the same postings as arrays and scores them with numpy, with the
+same BM25 as FTS5's bm25().
 
 Consistency with SQL, checked before every query in one read transaction:
 - new entries are the full-text rows past the highest rowid the index holds (FTS5 gives
@@ -20,8 +18,9 @@ The index only proposes matches: callers read the rows themselves from SQL and a
 status and the other filters there, so an answer never holds a memory SQL does not.
 
 Everything runs in one thread of the index's own (read-only) connection: queries wait for
-nothing but each other. Until the first build is done, `top` answers None and callers use
-the full-text query instead.
+nothing but each other (and a save). Until the first build is done, `top` answers None and
+callers use the full-text query instead. A build first reads the data saved at the last
+save (`snapshot.py`) and catches up from there when it still fits the database.
 """
 
 from __future__ import annotations
@@ -33,12 +32,15 @@ import sqlite3
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 from app.db import probe
+from app.search import snapshot
 from app.search.bm25 import Filter, top_matches
-from app.search.loading import FETCH, apply_deletions, build, connect, ingest
+from app.search.loading import FETCH, apply_deletions, build, connect, fits, ingest, mark
 from app.search.postings import Data, ns_token
+from app.search.saver import Saver
 
 log = logging.getLogger(__name__)
 
@@ -47,9 +49,11 @@ RETRY_AFTER_S = 30.0
 
 
 class TermIndex:
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, *, saved: Path | None = None) -> None:
         self.path = path
+        self._saver = Saver(saved)  # where the data is saved and read back from
         self.ready = False
+        self.read_back = False  # whether the data came from the saved file
         self._data = Data()
         self._conn: sqlite3.Connection | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="term-index")
@@ -115,13 +119,15 @@ class TermIndex:
             "documents": data.live,
             "terms": len(data.postings),
             "builds": self.builds,
+            "from_file": self.read_back,
         }
 
     def close(self) -> None:
-        """Stop (a build in progress gives up at its next read) and close the connection."""
-        self.ready = False
+        """Stop (a build in progress gives up at its next read), save what changed since
+        the last save, and close the connection."""
+        was_ready, self.ready = self.ready, False
         self._closing = True
-        self._executor.submit(self._close_connection)
+        self._executor.submit(self._close_saving, was_ready)
         self._executor.shutdown(wait=True)
 
     # -- in the index's thread -------------------------------------------------
@@ -138,9 +144,11 @@ class TermIndex:
 
     def _build_guarded(self) -> None:
         try:
-            self._data = build(self._connection(), self._fetch)
+            self._data, self.read_back = self._saved_or_built()
             self.ready = True
             self.builds += 1
+            if not self.read_back and self._saver.due(self._data, closing=True):
+                self._save()
         except _Closed:
             pass
         except Exception:
@@ -161,7 +169,11 @@ class TermIndex:
         try:
             if not self._sync():
                 return None
-            return top_matches(self._data, token, terms, limit, wanted, coordinate, self._stem)
+            found = top_matches(self._data, token, terms, limit, wanted, coordinate, self._stem)
+            if not self._saver.pending and self._saver.due(self._data):
+                self._saver.pending = True
+                self._executor.submit(self._save)  # after this answer, before the next
+            return found
         except Exception:
             log.exception("search index failed; rebuilding it")
             self.ready = False
@@ -177,27 +189,58 @@ class TermIndex:
 
     def _sync(self) -> bool:
         """Catch up with SQL; False when the index must be rebuilt first."""
+        if self._catch_up(self._data):
+            return True
+        self._rebuild()
+        return False
+
+    def _catch_up(self, data: Data) -> bool:
+        """Bring `data` in step with SQL; False when only a rebuild can."""
         conn = self._connection()
-        data = self._data
         conn.execute("BEGIN")
         try:
             seq, top = conn.execute(
                 "SELECT (SELECT max(seq) FROM memories_fts_deletions), "
                 "(SELECT rowid FROM memories_fts ORDER BY rowid DESC LIMIT 1)"
             ).fetchone()
+            if (seq or 0) < data.deletion_seq:
+                return False  # the log moved back: not the database the data was read from
             if (seq or 0) > data.deletion_seq and not apply_deletions(conn, data):
-                conn.execute("COMMIT")
-                self._rebuild()
                 return False
             while (top or 0) > data.cursor:
                 ingest(conn, data)
         finally:
             if conn.in_transaction:
                 conn.execute("COMMIT")
-        if len(data.ids) > 1000 and data.live < (1 - REBUILD_DEAD_SHARE) * len(data.ids):
-            self._rebuild()
-            return False
-        return True
+        return not (len(data.ids) > 1000 and data.live < (1 - REBUILD_DEAD_SHARE) * len(data.ids))
+
+    # -- saved to a file (`snapshot.py`) -----------------------------------------
+
+    def _saved_or_built(self) -> tuple[Data, bool]:
+        """The saved data caught up with SQL when it fits, else every row read from SQL;
+        whether it was the saved data."""
+        conn = self._connection()
+        at = self._saver.at
+        found = snapshot.read_mark(at, tokenizer=probe.FTS_TOKENIZER) if at else None
+        if found is not None and at is not None and fits(conn, found[0]):
+            data = snapshot.load(at, found[1])
+            if data is not None:
+                self._saver.mark(data)
+                if self._catch_up(data):
+                    return data, True
+        return build(conn, self._fetch), False
+
+    def _save(self) -> None:
+        """Write the data to its file (in the index's thread: queries wait meanwhile)."""
+        try:
+            self._saver.save(self._data, mark(self._connection(), self._data))
+        except sqlite3.Error:
+            log.warning("could not read where the index stands to save it", exc_info=True)
+
+    def _close_saving(self, was_ready: bool) -> None:
+        if was_ready and self._saver.due(self._data, closing=True):
+            self._save()
+        self._close_connection()
 
     def _rebuild(self) -> None:
         self.ready = False

@@ -7,6 +7,7 @@ insert)."""
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from collections.abc import Callable
 from typing import Any
@@ -14,7 +15,9 @@ from typing import Any
 import numpy as np
 
 from app.db import probe
+from app.search import snapshot
 from app.search.postings import Data, ns_token
+from app.search.snapshot import Mark
 
 FETCH = 20_000  # rows read per round trip while building
 INGEST = 2_000  # new rows tokenized per round trip
@@ -139,3 +142,46 @@ def ingest(conn: sqlite3.Connection, data: Data) -> None:
 def deletion_seq(conn: sqlite3.Connection) -> int:
     row = conn.execute("SELECT max(seq) FROM memories_fts_deletions").fetchone()
     return int(row[0] or 0)
+
+
+def revision(conn: sqlite3.Connection) -> str:
+    """The schema's migration, which a saved index must have been made under."""
+    row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+    return str(row[0]) if row else ""
+
+
+def mark(conn: sqlite3.Connection, data: Data) -> Mark | None:
+    """The mark a save of `data` carries (in the index's thread, the data in step with
+    SQL as of its last catch-up); None when a row it holds was deleted since."""
+    held = anchors(conn, snapshot.ends(data))
+    return Mark(revision(conn), data.deletion_seq, held) if held is not None else None
+
+
+def anchors(conn: sqlite3.Connection, rowids: list[int]) -> tuple[tuple[int, str], ...] | None:
+    """Each full-text row's digest of its namespace token, memory id and text; None
+    when one of them has no row."""
+    found = []
+    for rowid in rowids:
+        row = conn.execute(
+            "SELECT ns, memory_id, content FROM memories_fts WHERE rowid = ?", (rowid,)
+        ).fetchone()
+        if row is None:
+            return None
+        digest = hashlib.blake2b("\0".join(row).encode(), digest_size=16).hexdigest()
+        found.append((rowid, digest))
+    return tuple(found)
+
+
+def fits(conn: sqlite3.Connection, saved: Mark) -> bool:
+    """Whether a saved index (`snapshot.py`) describes this database as it was at some
+    point: the same schema, a deletions log that has not moved back, and its first and
+    last rows still there, the same. What changed since is then caught up like any
+    change (new rows by rowid, deletions from the log, which says when entries it needs
+    were pruned)."""
+    conn.execute("BEGIN")
+    try:
+        if revision(conn) != saved.revision or deletion_seq(conn) < saved.deletion_seq:
+            return False
+        return anchors(conn, [rowid for rowid, _ in saved.anchors]) == saved.anchors
+    finally:
+        conn.execute("COMMIT")

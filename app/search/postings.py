@@ -21,7 +21,7 @@ def ns_token(namespace: str) -> str:
 
 
 @dataclass
-class _Postings:
+class Postings:
     slots: array[int] = field(default_factory=lambda: array("i"))
     tf: array[float] = field(default_factory=lambda: array("f"))  # small integers
 
@@ -100,7 +100,7 @@ class Data:
         self.ns_codes: dict[str, int] = {}
         self.type_codes: dict[str, int] = {}
         self.scopes = _Scopes()
-        self.postings: dict[str, _Postings] = {}
+        self.postings: dict[str, Postings] = {}
         # The terms in order, for prefix queries; new terms wait in `_new_terms` until
         # the next one (sorting a sorted list with a sorted run appended is one merge).
         self._terms: list[str] = []
@@ -146,12 +146,18 @@ class Data:
         """`tf` occurrences of the term in the slot's text (counted in its length)."""
         postings = self.postings.get(term)
         if postings is None:
-            postings = self.postings[term] = _Postings()
+            postings = self.postings[term] = Postings()
             self._new_terms.append(term)
         postings.slots.append(slot)
         postings.tf.append(tf)
         self.lengths[slot] += tf
         self.live_tokens += tf
+
+    def put(self, term: str, postings: Postings) -> None:
+        """A term's postings read back whole (`snapshot.py`)."""
+        if term not in self.postings:
+            self._new_terms.append(term)
+        self.postings[term] = postings
 
     def starting_with(self, prefix: str, limit: int) -> list[str]:
         """The terms that start with `prefix`; the `limit` held by most slots if more."""
