@@ -37,6 +37,7 @@ class _Scopes:
     def __init__(self) -> None:
         self.ids: array[int] = array("i")  # per slot; -1: no memory row, or not an object
         self.holders: dict[str, int | array[int]] = {}
+        self._masks: dict[str, tuple[Any, int]] = {}  # `_mask`
 
     def add(self, stored: str | None) -> None:
         slot = len(self.ids)
@@ -60,26 +61,68 @@ class _Scopes:
             else:
                 held.append(slot)
 
-    def _held(self, pairs: list[tuple[str, str]]) -> Any:
-        held = np.zeros(len(self.ids), dtype=np.int32)
+    def _slots(self, key: str, value: str) -> Any:
+        """The slots whose scope holds (key, value), ascending (slots are added in order)."""
+        held = self.holders.get(_pair(key, value))
+        if held is None:
+            return np.zeros(0, dtype=np.int32)
+        if isinstance(held, int):
+            return np.array([held], dtype=np.int32)
+        return np.frombuffer(held, dtype=np.int32)
+
+    def _held(self, pairs: list[tuple[str, str]], at: Any) -> Any:
+        """Per slot of `at` (ascending; None: every slot), how many of the pairs its
+        scope holds: each slot looked up in a pair's slots when they are many, else
+        the pair's slots marked (a scope holds a key once)."""
+        held = np.zeros(len(self.ids) if at is None else len(at), dtype=np.int32)
         for key, value in pairs:
-            slots = self.holders.get(_pair(key, value))
-            if isinstance(slots, int):
+            slots = self._slots(key, value)
+            if len(slots) == 0:
+                continue
+            if at is None:
                 held[slots] += 1
-            elif slots is not None:
-                held[np.frombuffer(slots, dtype=np.int32)] += 1  # a scope holds a key once
+            elif len(slots) * MASKED_SHARE >= len(self.ids):
+                held += self._mask(_pair(key, value), slots)[at]
+            elif len(at) * 16 < len(slots):
+                pos = np.minimum(np.searchsorted(slots, at), len(slots) - 1)
+                held += slots[pos] == at
+            else:
+                mask = np.zeros(len(self.ids), dtype=bool)
+                mask[slots] = True
+                held += mask[at]
         return held
 
-    def applying_to(self, request: Mapping[str, str]) -> Any:
-        """Per slot: every id of its scope (all keys but level) equals the request's
-        (`app.learning.features.scope_compatible`)."""
-        pairs = [(k, v) for k, v in request.items() if k != "level"]
-        return self._held(pairs) == np.frombuffer(self.ids, dtype=np.int32)
+    def _mask(self, pair: str, slots: Any) -> Any:
+        """Per slot, whether it holds this pair that many slots hold: kept between
+        queries and extended with the slots added since (a pair's slots only grow)."""
+        mask, marked = self._masks.get(pair, (np.zeros(0, dtype=bool), 0))
+        if len(mask) < len(self.ids):
+            mask = np.concatenate([mask, np.zeros(len(self.ids) - len(mask) + 4096, bool)])
+        mask[slots[marked:]] = True
+        self._masks[pair] = (mask, len(slots))
+        return mask
 
-    def matching(self, wanted: Mapping[str, str]) -> Any:
-        """Per slot: its scope holds every (key, value) wanted."""
-        ok = self._held(list(wanted.items())) == len(wanted)
-        return ok & (np.frombuffer(self.ids, dtype=np.int32) >= 0)
+    def _ids(self, at: Any) -> Any:
+        ids = np.frombuffer(self.ids, dtype=np.int32)
+        return ids if at is None else ids[at]
+
+    def applying_to(self, request: Mapping[str, str], at: Any = None) -> Any:
+        """Per slot of `at` (None: every slot): every id of its scope (all keys but
+        level) equals the request's (`app.learning.features.scope_compatible`)."""
+        pairs = [(k, v) for k, v in request.items() if k != "level"]
+        return self._held(pairs, at) == self._ids(at)
+
+    def matching(self, wanted: Mapping[str, str], at: Any = None) -> Any:
+        """Per slot of `at` (None: every slot): its scope holds every (key, value)."""
+        return (self._held(list(wanted.items()), at) == len(wanted)) & (self._ids(at) >= 0)
+
+    def fewest(self, wanted: Mapping[str, str]) -> Any:
+        """The slots holding the wanted (key, value) that the fewest hold, ascending: a
+        superset of those matching them all."""
+        return min((self._slots(k, v) for k, v in wanted.items()), key=len)
+
+
+MASKED_SHARE = 16  # a pair held by at least 1/16 of the slots keeps its mask
 
 
 def _pair(key: str, value: str) -> str:
