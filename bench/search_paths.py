@@ -22,9 +22,10 @@ from app.core.config import Limits
 from app.db import probe
 from app.learning.ranking import query_terms
 from app.search import bm25
-from app.search.bm25 import Filter, term_groups, top_matches
+from app.search.bm25 import term_groups, top_matches
 from app.search.loading import FETCH, build, connect
 from app.search.postings import Data, ns_token
+from app.search.scoring import Filter
 from bench.longmemeval import data_file, pool, read
 from bench.recall_natural import SCOPE, fill, natural_texts, padding_sentences
 

@@ -77,11 +77,8 @@ class Fts5Search:
     def __init__(
         self, *, database_file: str | None, use_index: bool, local_probe: bool = False
     ) -> None:
-        self.index = (
-            TermIndex(database_file, saved=snapshot.path_for(database_file))
-            if use_index and database_file
-            else None
-        )
+        saved = snapshot.path_for(database_file) if database_file else None
+        self.index = TermIndex(database_file, saved=saved) if use_index and database_file else None
         # Where the database has no temp tables (a libSQL server), stems are learned in a
         # private in-memory SQLite with the same tokenizer.
         self._local_probe = probe.LocalProbe() if local_probe else None

@@ -37,10 +37,11 @@ from typing import Any
 
 from app.db import probe
 from app.search import snapshot
-from app.search.bm25 import Filter, top_matches
+from app.search.bm25 import top_matches
 from app.search.loading import FETCH, apply_deletions, build, connect, fits, ingest, mark
 from app.search.postings import Data, ns_token
 from app.search.saver import Saver
+from app.search.scoring import Filter
 
 log = logging.getLogger(__name__)
 
