@@ -1,12 +1,15 @@
-"""Memory writes with semantic search on, against lexical search only, in one run.
+"""Memory writes and recall with semantic search on while its backlog drains, against
+lexical search only, in one run.
 
 Two real servers (uvicorn, one worker, SQLite + LevelDB) over the same --memories already
 loaded: one lexical (ENGRAM_EMBEDDINGS__PROVIDER=none), one embedding with the local
 model. The loaded memories wait for their vectors, so the second server's background
-embedding runs through every round: the writes are measured while the backlog drains.
-Rounds alternate between the servers (the machine is noisy); each prints POST /v1/memories
-per second (32 clients) and the ratio embedding/lexical. Then the backlog is left to
-drain and its rate printed (memories per second).
+embedding runs through every round: writes and recalls are measured while the backlog
+drains. Rounds alternate between the servers (the machine is noisy); each prints POST
+/v1/memories per second (32 clients), then the p50 of --recalls POST /v1/recall (one
+client, k 10; the embedding server's are hybrid: they embed the task), and the ratios
+embedding/lexical. Then the backlog is left to drain and its rate printed (memories per
+second).
 
     python -m bench.embedding_writes [--memories 10000] [--rounds 3] [--seconds 5]
 """
@@ -48,11 +51,25 @@ async def writes(server: EngramServer, bodies: list[bytes], seconds: float) -> f
     return result.rate
 
 
+async def recalls(server: EngramServer, tasks: list[str]) -> tuple[float, float]:
+    """p50 milliseconds of one client's recalls, and the share that searched hybrid."""
+    took, hybrid = [], 0
+    async with httpx.AsyncClient(base_url=server.url, timeout=60) as client:
+        for task in tasks:
+            t0 = time.perf_counter()
+            r = await client.post("/v1/recall", json={"task": task, "k": 10})
+            took.append((time.perf_counter() - t0) * 1000)
+            assert r.status_code == 200, r.text
+            hybrid += r.json()["retrieval"]["mode"] == "hybrid"
+    return statistics.median(took), hybrid / len(tasks)
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--memories", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--recalls", type=int, default=100)
     args = parser.parse_args()
     texts = memories_text(args.memories + 20_000)
     payloads = [orjson.dumps({"type": "fact", "content": t}) for t in texts[args.memories :]]
@@ -78,15 +95,23 @@ async def main() -> None:
                 f"{args.seconds:g} s; the embedding server's backlog: "
                 f"{embeddings(servers['embedding'])['pending']:,} waiting"
             )
-            ratios = []
+            ratios, recall_ratios = [], []
             for i in range(args.rounds):
                 order = ["lexical", "embedding"] if i % 2 == 0 else ["embedding", "lexical"]
                 rates = {k: await writes(servers[k], bodies, args.seconds) for k in order}
                 ratios.append(rates["embedding"] / rates["lexical"])
+                tasks = [
+                    " ".join(t.split()[:12]) for t in texts[i * args.recalls :][: args.recalls]
+                ]
+                p50 = {k: await recalls(servers[k], tasks) for k in order}
+                recall_ratios.append(p50["embedding"][0] / p50["lexical"][0])
                 state = embeddings(servers["embedding"])
                 print(
-                    f"  lexical {rates['lexical']:6,.0f}/s   embedding {rates['embedding']:6,.0f}/s"
-                    f"   ratio {ratios[-1]:.2f}   backlog {state['pending']:,} waiting"
+                    f"  writes: lexical {rates['lexical']:6,.0f}/s   embedding "
+                    f"{rates['embedding']:6,.0f}/s   ratio {ratios[-1]:.2f} | recall p50: "
+                    f"lexical {p50['lexical'][0]:5.1f} ms   embedding {p50['embedding'][0]:5.1f} "
+                    f"ms ({p50['embedding'][1]:.0%} hybrid)   ratio {recall_ratios[-1]:.2f} | "
+                    f"backlog {state['pending']:,} waiting"
                 )
             server = servers["embedding"]
             started, state = time.monotonic(), embeddings(server)
@@ -101,7 +126,8 @@ async def main() -> None:
     print(
         f"memory writes with embeddings on: ratio to lexical only median "
         f"{statistics.median(ratios):.2f} (min {min(ratios):.2f}, max {max(ratios):.2f}; "
-        f"target >= 0.9)"
+        f"target >= 0.9); recall p50 median {statistics.median(recall_ratios):.2f} (min "
+        f"{min(recall_ratios):.2f}, max {max(recall_ratios):.2f}; target <= 1.2)"
     )
     print(
         f"backlog: {waiting:,} memories drained in {took:.1f} s after the writes "

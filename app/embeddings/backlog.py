@@ -133,7 +133,8 @@ class Backlog:
         if not rows:
             return 0
         live = [r for r in rows if r.content is not None]  # the others: just off the list
-        vectors = await self.embedder.embed([r.content for r in live]) if live else None
+        texts = [r.content for r in live]
+        vectors = await self.embedder.embed(texts, background=True) if live else None
         async with self.transactions.write() as session:
             repo = VectorRepository(session)
             if vectors is not None:

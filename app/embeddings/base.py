@@ -30,8 +30,10 @@ class Embedder(Protocol):
     async def start(self) -> None:
         """Load or probe the model; raises EmbeddingUnavailable."""
 
-    async def embed(self, texts: Sequence[str]) -> Vectors:
-        """(len(texts), dim) float32 rows of norm 1; raises EmbeddingError."""
+    async def embed(self, texts: Sequence[str], *, background: bool = False) -> Vectors:
+        """(len(texts), dim) float32 rows of norm 1; raises EmbeddingError. `background`:
+        the backlog's texts, which must not slow requests (a local model runs them below
+        the API's threads)."""
 
     async def close(self) -> None:
         """Release the model, threads and connections."""

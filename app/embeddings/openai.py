@@ -67,8 +67,9 @@ class OpenAIEmbedder:
         except EmbeddingError as exc:
             raise EmbeddingUnavailable(f"the embeddings endpoint cannot be used: {exc}") from exc
 
-    async def embed(self, texts: Sequence[str]) -> Vectors:
-        """Embed in requests of batch_size texts, rows in the order of `texts`."""
+    async def embed(self, texts: Sequence[str], *, background: bool = False) -> Vectors:
+        """Embed in requests of batch_size texts, rows in the order of `texts` (the
+        endpoint's work is elsewhere: `background` changes nothing here)."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         parts = [await self._batch(batch) for batch in batches(texts, self.batch_size)]

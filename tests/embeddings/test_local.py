@@ -7,6 +7,7 @@ import asyncio
 import logging
 import os
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -220,3 +221,37 @@ async def test_a_copy_of_the_model_elsewhere_is_named_by_its_content(tmp_path: P
         assert (await embedder.embed(["hello"])).shape == (1, 384)
     finally:
         await embedder.close()
+
+
+def _nice_of_threads() -> dict[int, int]:
+    """This process's threads and their nice values (Linux)."""
+    out = {}
+    for task in Path("/proc/self/task").iterdir():
+        fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        out[int(task.name)] = int(fields[16])  # field 19 of stat: nice
+    return out
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="Linux's per-thread nice")
+async def test_the_backlogs_texts_run_below_requests_and_give_the_same_vectors(
+    local: LocalEmbedder,
+) -> None:
+    texts = [f"memory number {i} about the release checklist and its rollback" for i in range(12)]
+    background = await local.embed(texts, background=True)
+    np.testing.assert_allclose(background, await local.embed(texts), atol=1e-6)
+    nice = _nice_of_threads()
+    assert 1 <= sum(1 for n in nice.values() if n == 19) <= (os.cpu_count() or 1)
+    # The loop's thread and the requests' lane keep their priority.
+    assert nice[threading.get_native_id()] == 0
+    assert sum(1 for n in nice.values() if n == 0) >= 2
+
+
+async def test_a_request_does_not_wait_for_the_backlogs_batches(local: LocalEmbedder) -> None:
+    long = " ".join(f"word{i}" for i in range(400))  # truncated at max_tokens: the slow case
+    backlog = asyncio.create_task(local.embed([long] * 64, background=True))
+    await asyncio.sleep(0.05)  # its batches are running
+    query = await local.embed(["where is the release checklist?"])
+    assert query.shape == (1, 384)
+    # 64 texts of 256 tokens take seconds; the request's one short text is done first.
+    assert not backlog.done()
+    await backlog
