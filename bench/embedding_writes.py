@@ -57,7 +57,7 @@ async def recalls(server: EngramServer, tasks: list[str]) -> tuple[float, float]
     async with httpx.AsyncClient(base_url=server.url, timeout=60) as client:
         for task in tasks:
             t0 = time.perf_counter()
-            r = await client.post("/v1/recall", json={"task": task, "k": 10})
+            r = await client.post("/v1/recall", json={"task": task, "k": 10, "token_budget": 2000})
             took.append((time.perf_counter() - t0) * 1000)
             assert r.status_code == 200, r.text
             hybrid += r.json()["retrieval"]["mode"] == "hybrid"

@@ -8,6 +8,7 @@ import logging
 from app.core.config import Embeddings
 from app.core.errors import StartupRefused
 from app.embeddings.base import Embedder, EmbeddingError, EmbeddingUnavailable, Vectors
+from app.embeddings.remembered import Remembered
 
 __all__ = [
     "Embedder",
@@ -65,4 +66,4 @@ async def start_embedder(settings: Embeddings) -> Embedder | None:
         log.warning("semantic search is off: %s", exc)
         return None
     log.info("semantic search on", extra={"model": embedder.model, "dim": embedder.dim})
-    return embedder
+    return Remembered(embedder)
