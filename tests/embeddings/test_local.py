@@ -240,10 +240,10 @@ async def test_the_backlogs_texts_run_below_requests_and_give_the_same_vectors(
     background = await local.embed(texts, background=True)
     np.testing.assert_allclose(background, await local.embed(texts), atol=1e-6)
     nice = _nice_of_threads()
+    base = nice[threading.get_native_id()]  # the loop's thread: the process's own priority
+    assert base < 19
     assert 1 <= sum(1 for n in nice.values() if n == 19) <= (os.cpu_count() or 1)
-    # The loop's thread and the requests' lane keep their priority.
-    assert nice[threading.get_native_id()] == 0
-    assert sum(1 for n in nice.values() if n == 0) >= 2
+    assert sum(1 for n in nice.values() if n == base) >= 2  # the requests' lane kept it
 
 
 async def test_a_request_does_not_wait_for_the_backlogs_batches(local: LocalEmbedder) -> None:
