@@ -17,10 +17,9 @@ Consistency with SQL, checked before every query in one read transaction:
 The index only proposes matches: callers read the rows themselves from SQL and apply
 status and the other filters there, so an answer never holds a memory SQL does not.
 
-Everything runs in one thread of the index's own (read-only) connection: queries wait for
-nothing but each other (and a save). Until the first build is done, `top` answers None and
-callers use the full-text query instead. A build first reads the data saved at the last
-save (`snapshot.py`) and catches up from there when it still fits the database.
+Everything runs in one thread of the index's own (read-only) connection. Until the first
+build is done, and while many new rows are read, `top` answers None and callers use the
+full-text query instead. A build reads the data saved last (`snapshot.py`) first.
 """
 
 from __future__ import annotations
@@ -47,6 +46,7 @@ log = logging.getLogger(__name__)
 
 REBUILD_DEAD_SHARE = 0.25  # deleted slots (of all) past which the index is rebuilt
 RETRY_AFTER_S = 30.0
+INLINE_CHUNKS = 2  # new rows read in a query's catch-up, in chunks of loading.INGEST
 
 
 class TermIndex:
@@ -55,6 +55,7 @@ class TermIndex:
         self._saver = Saver(saved)  # where the data is saved and read back from
         self.ready = False
         self.read_back = False  # whether the data came from the saved file
+        self._behind = False  # reading many new rows between queries (`_catch_up_more`)
         self._data = Data()
         self._conn: sqlite3.Connection | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="term-index")
@@ -113,6 +114,8 @@ class TermIndex:
             "state": (
                 "closed"
                 if self._closing
+                else "catching up"
+                if self.ready and self._behind
                 else "ready"
                 if self.ready
                 else ("building" if self._building else "idle")
@@ -168,7 +171,7 @@ class TermIndex:
         coordinate: bool,
     ) -> dict[str, float] | None:
         try:
-            if not self._sync():
+            if self._behind or not self._sync():
                 return None
             found = top_matches(self._data, token, terms, limit, wanted, coordinate, self._stem)
             if not self._saver.pending and self._saver.due(self._data):
@@ -189,14 +192,41 @@ class TermIndex:
         return cur.fetchmany(FETCH)
 
     def _sync(self) -> bool:
-        """Catch up with SQL; False when the index must be rebuilt first."""
-        if self._catch_up(self._data):
-            return True
-        self._rebuild()
-        return False
+        """Catch up with SQL; False when the index must be rebuilt first, or has so many
+        new rows to read that it reads them between queries (FTS5 answers meanwhile)."""
+        caught_up = self._catch_up(self._data, chunks=INLINE_CHUNKS)
+        if caught_up is None:
+            self._behind = True
+            self._later(self._catch_up_more)
+            return False
+        if not caught_up:
+            self._rebuild()
+        return caught_up
 
-    def _catch_up(self, data: Data) -> bool:
-        """Bring `data` in step with SQL; False when only a rebuild can."""
+    def _catch_up_more(self) -> None:
+        """The next chunk of new rows, each a task of its own: queries are not held."""
+        try:
+            caught_up = self._catch_up(self._data, chunks=1)
+        except Exception:
+            log.exception("search index failed catching up; rebuilding it")
+            caught_up = False
+        if caught_up is None and self._later(self._catch_up_more):
+            return
+        self._behind = False
+        if not caught_up:
+            self._rebuild()
+
+    def _later(self, task: Any) -> bool:
+        """Queue a task after those queued in the index's thread; False once closing."""
+        try:
+            self._executor.submit(task)
+        except RuntimeError:  # shut down
+            return False
+        return not self._closing
+
+    def _catch_up(self, data: Data, *, chunks: int | None = None) -> bool | None:
+        """Bring `data` in step with SQL; False when only a rebuild can; None when more new
+        rows are left than `chunks` reads of them take (the rest for the next call)."""
         conn = self._connection()
         conn.execute("BEGIN")
         try:
@@ -208,8 +238,12 @@ class TermIndex:
                 return False  # the log moved back: not the database the data was read from
             if (seq or 0) > data.deletion_seq and not apply_deletions(conn, data):
                 return False
+            read = 0
             while (top or 0) > data.cursor:
+                if chunks is not None and read >= chunks:
+                    return None
                 ingest(conn, data)
+                read += 1
         finally:
             if conn.in_transaction:
                 conn.execute("COMMIT")

@@ -380,3 +380,28 @@ async def test_the_index_never_writes_to_the_database(db: Db) -> None:
     finally:
         index.close()
     assert db.path.stat().st_mtime_ns == before
+
+
+async def test_many_new_rows_are_read_between_queries_and_fts5_answers_meanwhile(
+    db: Db, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.search import index as index_module
+    from app.search import loading
+
+    await db.insert([row("a", i, f"kiwi note {i}") for i in range(20)])
+    index = await built(db.path)
+    try:
+        monkeypatch.setattr(loading, "INGEST", 10)  # rows read per chunk
+        monkeypatch.setattr(index_module, "INLINE_CHUNKS", 2)
+        await db.insert([row("a", 100 + i, f"kiwi entry {i}") for i in range(15)])
+        assert len(await top(index, "a", "kiwi", 100)) == 35  # two chunks: read at once
+        await db.insert([row("a", 200 + i, f"kiwi batch {i}") for i in range(200)])
+        # More than two chunks behind: the query does not wait for them.
+        assert await index.top("a", ["kiwi"], 500) is None
+        assert index.stats()["state"] in ("catching up", "ready")
+        found = await top(index, "a", "kiwi", 500)
+        assert len(found) == 235
+        assert index.stats()["state"] == "ready"
+        assert index.builds == 1  # caught up, not rebuilt
+    finally:
+        index.close()
