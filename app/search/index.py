@@ -175,8 +175,7 @@ class TermIndex:
                 return None
             found = top_matches(self._data, token, terms, limit, wanted, coordinate, self._stem)
             if not self._saver.pending and self._saver.due(self._data):
-                self._saver.pending = True
-                self._executor.submit(self._save)  # after this answer, before the next
+                self._saver.pending = self._later(self._save)  # after this answer
             return found
         except Exception:
             log.exception("search index failed; rebuilding it")
@@ -256,8 +255,8 @@ class TermIndex:
         whether it was the saved data."""
         conn = self._connection()
         at = self._saver.at
-        found = snapshot.read_mark(at, tokenizer=probe.FTS_TOKENIZER) if at else None
-        if found is not None and at is not None and fits(conn, found[0]):
+        found = None if at is None else snapshot.read_mark(at, tokenizer=probe.FTS_TOKENIZER)
+        if at is not None and found is not None and fits(conn, found[0]):
             data = snapshot.load(at, found[1])
             if data is not None:
                 self._saver.mark(data)
@@ -270,6 +269,7 @@ class TermIndex:
         try:
             self._saver.save(self._data, mark(self._connection(), self._data))
         except sqlite3.Error:
+            self._saver.pending = False  # the next query that finds it due queues it again
             log.warning("could not read where the index stands to save it", exc_info=True)
 
     def _close_saving(self, was_ready: bool) -> None:
