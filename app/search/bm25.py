@@ -18,7 +18,7 @@ import numpy as np
 from app.learning import tokens
 from app.search import maxscore
 from app.search.postings import Data
-from app.search.scoring import K1, B, Filter, Group, Part, Query, passing, score_at
+from app.search.scoring import K1, B, Filter, Group, Part, Query, norms, passing, scored, weighed
 
 MAX_PREFIX_TERMS = 64  # index terms a prefix stands for: the most frequent
 SCOPE_SHARE = 16  # a scope filter's slots scored one by one when at most 1/16 of all
@@ -104,15 +104,11 @@ def _in_scope(q: Query) -> tuple[Any, Any] | None:
     held = q.data.scopes.fewest(q.wanted.scope)
     if len(held) * SCOPE_SHARE > len(q.data.ids):
         return None
-    at = held[passing(q, held)]
-    scores, count = score_at(q, at)
-    some = count > 0
-    return at[some], q.values(scores[some], count[some])
+    return scored(q, held[passing(q, held)])
 
 
 def _every_posting(q: Query) -> tuple[Any, Any]:
     n = len(q.data.ids)
-    lengths = np.frombuffer(q.data.lengths, dtype=np.float64)
     scores = np.zeros(n, dtype=np.float64)
     held = np.zeros(n, dtype=np.float64)  # query terms each slot holds
     matched = np.zeros(n, dtype=bool)  # finding them in a bool array is 8x cheaper
@@ -121,10 +117,7 @@ def _every_posting(q: Query) -> tuple[Any, Any]:
         if len(group.parts) > 1 and holder is None:
             holder = np.full(n, -1, dtype=np.int32)
         for p in group.parts:
-            tf = p.tf.astype(np.float64)
-            norm = K1 * (1 - B + B * lengths[p.slots] / q.avgdl)
-            value = p.idf * tf * (K1 + 1) / (tf + norm)
-            scores[p.slots] += group.times * (value * p.weight if p.weight != 1.0 else value)
+            scores[p.slots] += group.times * weighed(p, p.tf, norms(q, p.slots))
             matched[p.slots] = True
             if holder is None:
                 held[p.slots] += group.times

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from app.search.scoring import K1, B, Query, passing, score_at
+from app.search.scoring import Query, norms, passing, score_at, scored, weighed
 
 
 def pruned(q: Query, limit: int, share: int) -> tuple[Any, Any] | None:
@@ -22,7 +22,6 @@ def pruned(q: Query, limit: int, share: int) -> tuple[Any, Any] | None:
     if not order:
         return np.zeros(0, dtype=np.int32), np.zeros(0)
     n = len(q.data.ids)
-    lengths = np.frombuffer(q.data.lengths, dtype=np.float64)
     partial = np.zeros(n, dtype=np.float64)  # over the terms read
     held = np.zeros(n, dtype=np.float64)  # terms read that a slot holds, or more
     seen = np.zeros(n, dtype=bool)
@@ -33,9 +32,7 @@ def pruned(q: Query, limit: int, share: int) -> tuple[Any, Any] | None:
         if read * share > n:
             return None
         for p in group.parts:
-            tf = p.tf.astype(np.float64)
-            norm = K1 * (1 - B + B * lengths[p.slots] / q.avgdl)
-            partial[p.slots] += group.times * p.weight * p.idf * tf * (K1 + 1) / (tf + norm)
+            partial[p.slots] += group.times * weighed(p, p.tf, norms(q, p.slots))
             held[p.slots] += group.times  # a slot holding two parts: counted twice, a bound
             new = p.slots[~seen[p.slots]]
             seen[new] = True
@@ -52,10 +49,7 @@ def pruned(q: Query, limit: int, share: int) -> tuple[Any, Any] | None:
     # Every slot reaching the threshold holds one of the terms read; those that can.
     can = most(q, bounds, partial[slots], times, held[slots]) >= threshold
     slots = np.sort(slots[can])
-    slots = slots[passing(q, slots)]
-    scores, count = score_at(q, slots)
-    some = count > 0
-    return slots[some], q.values(scores[some], count[some])
+    return scored(q, slots[passing(q, slots)])
 
 
 def most(q: Query, bounds: float, partial: Any, times: int, held: Any) -> Any:

@@ -57,23 +57,41 @@ class Query:
         return scores * (held / self.terms) if self.coordinate else scores
 
 
+def norms(q: Query, at: Any) -> Any:
+    """BM25's length normalisation of these slots."""
+    return K1 * (1 - B + B * np.frombuffer(q.data.lengths, dtype=np.float64)[at] / q.avgdl)
+
+
+def weighed(p: Part, tf: Any, norm: Any) -> Any:
+    """The part's BM25 value (FTS5's bm25()) at these counts and normalisations, times
+    its weight: every way to an answer computes it here, so their scores are the same."""
+    tf = tf.astype(np.float64)
+    value = p.idf * tf * (K1 + 1) / (tf + norm)
+    return value * p.weight if p.weight != 1.0 else value
+
+
 def score_at(q: Query, at: Any) -> tuple[Any, Any]:
     """The scores and held query terms of these slots (ascending), as `_every_posting`
     computes them, each slot found in each part's postings by bisection."""
-    lengths = np.frombuffer(q.data.lengths, dtype=np.float64)[at]
-    norms = K1 * (1 - B + B * lengths / q.avgdl)
+    norm = norms(q, at)
     scores = np.zeros(len(at), dtype=np.float64)
     held = np.zeros(len(at), dtype=np.float64)
     for group in q.groups:
         present = np.zeros(len(at), dtype=bool)
         for p in group.parts:
             hit, pos = _intersect(at, p.slots)
-            tf = p.tf[pos].astype(np.float64)
-            value = p.idf * tf * (K1 + 1) / (tf + norms[hit])
-            scores[hit] += group.times * (value * p.weight if p.weight != 1.0 else value)
+            scores[hit] += group.times * weighed(p, p.tf[pos], norm[hit])
             present[hit] = True
         held[present] += group.times
     return scores, held
+
+
+def scored(q: Query, at: Any) -> tuple[Any, Any]:
+    """Of these slots (ascending, passing the filters), those holding a query term, and
+    their values."""
+    scores, held = score_at(q, at)
+    some = held > 0
+    return at[some], q.values(scores[some], held[some])
 
 
 def _intersect(at: Any, slots: Any) -> tuple[Any, Any]:
