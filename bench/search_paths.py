@@ -35,21 +35,16 @@ WAYS: dict[str, dict[str, int]] = {
     "chosen": {},
 }
 LIMIT = 200
+PROBE = probe.LocalProbe()
 REPEAT = 3
 
 
-def stemmer(db: Path) -> Callable[[list[str]], list[str]]:
-    conn = connect(str(db))
-
-    def stem(terms: list[str]) -> list[str]:
-        missing = probe.unknown(terms)
-        if missing:
-            conn.executemany(probe.INSERT, probe.probe_rows(missing))
-            probe.learn(missing, conn.execute(probe.FIRST_TOKENS).fetchall())
-            conn.execute(probe.CLEAR)
-        return probe.stems(terms)
-
-    return stem
+def stem(terms: list[str]) -> list[str]:
+    """The index's stems (the same tokenizer in a private in-memory SQLite)."""
+    missing = probe.unknown(terms)
+    if missing:
+        PROBE.learn(missing)
+    return probe.stems(terms)
 
 
 def timed(data: Data, questions: list[str], stem: Callable[[list[str]], list[str]]) -> None:
@@ -113,7 +108,7 @@ async def main(sizes: list[int]) -> None:
                 f"{size:,} memories ({data.live_tokens:,.0f} tokens, built in "
                 f"{time.perf_counter() - t0:.0f} s); {len(questions)} questions, best {LIMIT}:"
             )
-            timed(data, questions, stemmer(db))
+            timed(data, questions, stem)
 
 
 if __name__ == "__main__":

@@ -49,6 +49,13 @@ def learn(missing: Sequence[str], first_tokens: Iterable[tuple[str, int]]) -> No
         _STEMS.clear()
 
 
+def learn_on(conn: sqlite3.Connection, missing: Sequence[str]) -> None:
+    """Learn the stems of `missing` through the probe tables of this sqlite3 connection."""
+    conn.executemany(INSERT, probe_rows(missing))
+    learn(missing, conn.execute(FIRST_TOKENS).fetchall())
+    conn.execute(CLEAR)
+
+
 def stems(terms: Sequence[str]) -> list[str]:
     """Each term's stem (the term itself when the tokenizer gave it none)."""
     return [_STEMS.get(t, t) for t in terms]
@@ -65,9 +72,7 @@ class LocalProbe:
             self._conn.execute(statement)
 
     def learn(self, missing: Sequence[str]) -> None:
-        self._conn.executemany(INSERT, probe_rows(missing))
-        learn(missing, self._conn.execute(FIRST_TOKENS).fetchall())
-        self._conn.execute(CLEAR)
+        learn_on(self._conn, missing)
 
     def close(self) -> None:
         self._conn.close()

@@ -36,9 +36,11 @@ class Remembered:
         if background:
             return await self.inner.embed(texts, background=True)
         rows = np.empty((len(texts), self.dim), dtype=np.float32)
-        missing = [i for i, text in enumerate(texts) if text not in self._kept]
+        missing = []
         for i, text in enumerate(texts):
-            if (kept := self._kept.get(text)) is not None:
+            if (kept := self._kept.get(text)) is None:
+                missing.append(i)
+            else:
                 self._kept.move_to_end(text)
                 rows[i] = kept
         self.hits += len(texts) - len(missing)

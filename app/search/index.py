@@ -289,10 +289,7 @@ class TermIndex:
     def _stem(self, terms: list[str]) -> list[str]:
         missing = probe.unknown(terms)
         if missing:
-            conn = self._connection()
-            conn.executemany(probe.INSERT, probe.probe_rows(missing))
-            probe.learn(missing, conn.execute(probe.FIRST_TOKENS).fetchall())
-            conn.execute(probe.CLEAR)
+            probe.learn_on(self._connection(), missing)
         return probe.stems(terms)
 
 
