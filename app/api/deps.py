@@ -30,7 +30,7 @@ from app.services.agents.sessions import AgentSessions
 from app.services.episodes.service import EpisodeService
 from app.services.policies.deciders import Deciders
 from app.services.recall.requests import RecallRequests
-from app.services.writer import EpisodeWriter
+from app.services.writer import Writer
 from app.storage.blobs import BlobStore
 from app.worker.runner import Worker
 
@@ -44,7 +44,7 @@ class AppState:
     # Every transaction of a request is opened here, by the dependencies below.
     transactions: Transactions
     blobs: BlobStore
-    writer: EpisodeWriter
+    writer: Writer
     auth: Authenticator
     episodes: EpisodeService
     recall_rng: random.Random

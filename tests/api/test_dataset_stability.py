@@ -16,7 +16,17 @@ from fastapi import FastAPI
 
 from app.repositories.transitions import TransitionRepository
 from engram_client.transitions import episodes
-from tests.services.writer.test_batches import NOW, NS, _log, _memory, _rows, _transition, _writer
+from tests.services.writer.test_batches import (
+    NOW,
+    NS,
+    _log,
+    _memory,
+    _rows,
+    _transition,
+    _writer,
+    create_memory,
+    log_recall,
+)
 
 TASK = "rotate the signing keys of the payments service"
 
@@ -170,14 +180,14 @@ async def test_the_session_path_links_only_a_pending_previous_recall(app: FastAP
     await _complete(app, "t0")
     before = writer.batches
     await asyncio.gather(
-        writer.log_transition(_transition("t1", "task-1"), selected=[]),
-        writer.create_memory(_memory("chosen"), client_id=True),
+        log_recall(writer, _transition("t1", "task-1"), selected=[]),
+        create_memory(writer, _memory("chosen"), client_id=True),
     )
     assert writer.batches - before == 1
     assert await _next_ids(app, "t0", "t1") == {"t0": None, "t1": None}
     await asyncio.gather(
-        writer.log_transition(_transition("t2", "task-1"), selected=[]),
-        writer.create_memory(_memory("chosen-2"), client_id=True),
+        log_recall(writer, _transition("t2", "task-1"), selected=[]),
+        create_memory(writer, _memory("chosen-2"), client_id=True),
     )
     assert await _next_ids(app, "t0", "t1", "t2") == {"t0": None, "t1": "t2", "t2": None}
 

@@ -20,7 +20,13 @@ from app.schemas.filters import EpisodeFilters
 from app.services import pagination
 from app.services.access.idempotency import checked_key, digest
 from app.services.episodes.records import build_episode, prepare_steps
-from app.services.writer import EpisodeWriter, Replayed
+from app.services.episodes.writes import (
+    AppendSteps,
+    CompleteEpisode,
+    CreateEpisode,
+    DeleteEpisode,
+)
+from app.services.writer import Replayed, Writer
 from app.storage.blobs import BlobStore, episode_prefix, parse_episode_key
 
 
@@ -31,7 +37,7 @@ class EpisodeService:
         self,
         *,
         blobs: BlobStore,
-        writer: EpisodeWriter,
+        writer: Writer,
         limits: Limits,
         rules: Rules | None = None,
     ) -> None:
@@ -54,7 +60,7 @@ class EpisodeService:
             limits=self.limits,
             rules=self.rules,
         )
-        return await self.writer.create(new)
+        return await self.writer.submit(CreateEpisode(key=new.key, new=new))
 
     async def append_steps(
         self,
@@ -75,7 +81,7 @@ class EpisodeService:
         key = checked_key(idempotency_key)
         if key is not None:
             payload.keyed = (key, digest(payload.chunk, caller=caller))
-        row = await self.writer.append((namespace, episode_id), payload)
+        row = await self.writer.submit(AppendSteps(key=(namespace, episode_id), steps=payload))
         return EpisodeSummary.model_validate(row)
 
     async def complete(
@@ -94,7 +100,7 @@ class EpisodeService:
         }
         if data.ended_at is not None:
             values["ended_at"] = data.ended_at
-        row = await self.writer.complete((namespace, episode_id), values)
+        row = await self.writer.submit(CompleteEpisode(key=(namespace, episode_id), values=values))
         return EpisodeSummary.model_validate(row)
 
     async def complete_inferred(
@@ -108,12 +114,12 @@ class EpisodeService:
             "outcome_source": "inferred",
             "outcome_confidence": round(inferred.confidence, 3),
         }
-        row = await self.writer.complete((namespace, episode_id), values)
+        row = await self.writer.submit(CompleteEpisode(key=(namespace, episode_id), values=values))
         return EpisodeSummary.model_validate(row)
 
     async def delete(self, namespace: str, episode_id: str) -> None:
         """Delete the row, then its payload."""
-        await self.writer.delete((namespace, episode_id))
+        await self.writer.submit(DeleteEpisode(key=(namespace, episode_id)))
 
     async def get(self, session: AsyncSession, namespace: str, episode_id: str) -> EpisodeRead:
         """The whole episode: the row from SQL, steps and context from the payload store."""

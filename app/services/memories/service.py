@@ -35,7 +35,8 @@ from app.search import Mode, NoEmbedder, Retrieval
 from app.services import pagination
 from app.services.access.idempotency import checked_key, keyed_id
 from app.services.memories.rows import check_limits, memory_row, status_at, to_read
-from app.services.writer import EpisodeWriter
+from app.services.memories.writes import CreateMemory
+from app.services.writer import Writer
 
 # A memory can leave these statuses through each transition; anything else is a 409.
 FORGETTABLE = ("active", "quarantined", "superseded", "contradicted")
@@ -54,7 +55,7 @@ def writable(sensitivity: str, ceiling: str, *, what: str = "a memory") -> None:
 
 
 async def create_memory(
-    writer: EpisodeWriter,
+    writer: Writer,
     namespace: str,
     data: MemoryCreate,
     *,
@@ -74,7 +75,9 @@ async def create_memory(
         memory_id = keyed_id(namespace, "memory", key)
     row = memory_row(namespace, memory_id or uuid7(), data, now=now)
     row |= {"type": data.type.value, "scope": dict(data.scope)}
-    result = await writer.create_memory(row, client_id=memory_id is not None)
+    result = await writer.submit(
+        CreateMemory(key=(namespace, row["id"]), row=row, client_id=memory_id is not None)
+    )
     stored = result.row
     mean = stored["reward_sum"] / stored["reward_count"] if stored["reward_count"] else None
     status = status_at(stored["status"], stored["valid_until"], now=now)

@@ -2,7 +2,7 @@
 
 Consistency: the SQL read transaction (SQLite: one read transaction; PostgreSQL:
 REPEATABLE READ) and the payload snapshot are both taken while the episode writer is
-paused (`EpisodeWriter.run_paused`), when no payload or episode write is in flight.
+paused (`Writer.run_paused`), when no payload or episode write is in flight.
 LevelDB's payloads are written before the SQL commit that points to them and deleted
 only after that row's deletion commits, so every row of the SQL snapshot finds its
 payload in the LevelDB one, and a delete or sweep that runs while the archive streams

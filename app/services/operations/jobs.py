@@ -75,16 +75,27 @@ async def enqueue(
                 merged[name] = value
         waiting.payload = merged
         return waiting
-    row = job_row(
-        namespace,
-        kind,
-        key=key,
-        payload=payload,
-        now=datetime.now(UTC),
-        max_attempts=settings.max_attempts,
+    (row,) = await enqueue_new(
+        session, [(namespace, kind, key, payload)], max_attempts=settings.max_attempts
     )
-    await repo.insert_many([row])
     return row
+
+
+async def enqueue_new(
+    session: AsyncSession,
+    jobs: list[tuple[str, str, str, dict[str, Any]]],
+    *,
+    max_attempts: int,
+) -> list[dict[str, Any]]:
+    """Queue jobs with nothing waiting to fold into, (namespace, kind, key, payload) each,
+    in one insert: the writer's learning jobs for the episodes a batch completes."""
+    now = datetime.now(UTC)
+    rows = [
+        job_row(ns, kind, key=key, payload=payload, now=now, max_attempts=max_attempts)
+        for ns, kind, key, payload in jobs
+    ]
+    await JobRepository(session).insert_many(rows)
+    return rows
 
 
 def to_read(job: Job) -> JobRead:

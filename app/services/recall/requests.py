@@ -14,7 +14,7 @@ from app.search import Retrieval
 from app.services.access.idempotency import KeyLocks, checked_key, digest, keyed_id
 from app.services.policies.deciders import Deciders
 from app.services.recall.service import RecallService
-from app.services.writer import EpisodeWriter
+from app.services.writer import Writer
 
 
 class RecallRequests:
@@ -26,7 +26,7 @@ class RecallRequests:
         self,
         transactions: Transactions,
         *,
-        writer: EpisodeWriter,
+        writer: Writer,
         search: Retrieval,
         settings: RecallSettings,
         rng: random.Random,

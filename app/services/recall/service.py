@@ -30,7 +30,8 @@ from app.search import Retrieval
 from app.services.memories.rows import derived_status
 from app.services.policies.deciders import Deciders
 from app.services.recall.answer import Shown, answer
-from app.services.writer import EpisodeWriter
+from app.services.recall.logs import LogRecall
+from app.services.writer import Writer
 
 SKILLS_PER_KIND = 3
 
@@ -58,7 +59,7 @@ class RecallService:
         self,
         session: AsyncSession,
         *,
-        writer: EpisodeWriter,
+        writer: Writer,
         search: Retrieval,
         settings: RecallSettings,
         rng: random.Random,
@@ -278,5 +279,7 @@ class RecallService:
 
     async def log(self, choice: Choice) -> RecallResponse:
         """Log the decision as a transition (through the writer's group commit)."""
-        await self.writer.log_transition(choice.transition, selected=choice.selected)
+        transition = choice.transition
+        key = (transition["namespace"], transition["id"])
+        await self.writer.submit(LogRecall(key=key, row=transition, selected=choice.selected))
         return choice.response

@@ -1,118 +1,66 @@
-"""The writer's commands: what a request queues, what a batch of them will change, how
-each is answered, and the methods requests call to queue one and wait for its answer."""
+"""The writer's API and its own commands: `submit` queues a command and waits for its
+answer; a sweep and a pause run alone between batches; how answers and errors are set."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from app.core.errors import AppError, StoreUnavailable
 from app.core.logging import request_id_var
-from app.core.metrics import Metrics
 from app.db.errors import is_store_outage, outage_reason
-from app.repositories.episodes import Key
-from app.services.episodes.records import NewEpisode, StepsPayload
+from app.services.writer.handler import Command
 from app.storage.blobs import BlobStoreError
 
-T = TypeVar("T")
+A = TypeVar("A")
 
 
-@dataclass(slots=True)
-class Replayed:
-    row: dict[str, Any]
-    replayed: bool
+@dataclass(slots=True, kw_only=True)
+class Sweep(Command[tuple[int, bytes | None]]):
+    """Remove orphan payloads among `limit` keys after `after`."""
+
+    after: bytes | None
+    limit: int
 
 
-@dataclass(slots=True)
-class Command:
-    kind: str
-    key: Key
-    data: Any
-    future: asyncio.Future[Any]
-    request_id: str | None = None
+@dataclass(slots=True, kw_only=True)
+class Paused(Command[Any]):
+    """Run `fn` with no write in flight."""
 
-
-@dataclass
-class Batch:
-    """What a batch of commands will change, built while deciding each command."""
-
-    state: dict[Key, dict[str, Any] | None] = field(default_factory=dict)
-    by_idem: dict[tuple[str, str], Key] = field(default_factory=dict)
-    inserts: list[dict[str, Any]] = field(default_factory=list)
-    updates: dict[Key, dict[str, Any]] = field(default_factory=dict)
-    deletes: list[Key] = field(default_factory=list)
-    puts: dict[bytes, bytes] = field(default_factory=dict)
-    reused: list[Key] = field(default_factory=list)  # new episodes with client-chosen ids
-    memories: list[dict[str, Any]] = field(default_factory=list)
-    # Memories with a chosen id (or an idempotency key): the stored or batched row per id.
-    memory_rows: dict[Key, dict[str, Any]] = field(default_factory=dict)
-    transitions: list[dict[str, Any]] = field(default_factory=list)
-    # Completed episodes whose inferred outcome this batch changed: learning is credited again.
-    revised: list[Key] = field(default_factory=list)
-    results: list[tuple[asyncio.Future[Any], Any]] = field(default_factory=list)
+    fn: Callable[[], Awaitable[Any]]
 
 
 class Commands:
-    """The writer's API: each method queues one command and waits for its answer."""
+    """What requests call: each queues one command and waits for its answer."""
 
-    _queue: asyncio.Queue[Command | None] | None
+    _queue: asyncio.Queue[Command[Any] | None] | None
     _task: asyncio.Task[None] | None
-    _metrics: Metrics | None
 
-    async def _submit(self, kind: str, key: Key, data: Any) -> Any:
+    async def submit(self, cmd: Command[A]) -> A:
+        """Queue the command; its answer once the batch that holds it has committed."""
         if self._task is None or self._task.done() or self._queue is None:
-            raise StoreUnavailable("episode writer is not running")
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        await self._queue.put(Command(kind, key, data, future, request_id_var.get()))
+            raise StoreUnavailable("the writer is not running")
+        cmd.future = asyncio.get_running_loop().create_future()
+        cmd.request_id = request_id_var.get()
+        await self._queue.put(cmd)
         # Shielded: a client that disconnects does not cancel a write in progress.
-        return await asyncio.shield(future)
-
-    async def create(self, new: NewEpisode) -> Replayed:
-        result: Replayed = await self._submit("create", new.key, new)
-        return result
-
-    async def append(self, key: Key, steps: StepsPayload) -> dict[str, Any]:
-        result: dict[str, Any] = await self._submit("append", key, steps)
-        return result
-
-    async def complete(self, key: Key, values: dict[str, Any]) -> dict[str, Any]:
-        result: dict[str, Any] = await self._submit("complete", key, values)
-        return result
-
-    async def create_memory(self, row: dict[str, Any], *, client_id: bool) -> Replayed:
-        """Insert a memory row in the next group commit. A chosen id that exists is the
-        first result replayed when the memory is the same, a 409 when it differs."""
-        key = (row["namespace"], row["id"])
-        result: Replayed = await self._submit("memory", key, {"row": row, "client_id": client_id})
-        return result
-
-    async def log_transition(self, row: dict[str, Any], *, selected: list[str]) -> None:
-        """Record a recall decision in the next group commit (answered once committed)."""
-        key = (row["namespace"], row["id"])
-        await self._submit("transition", key, {"row": row, "selected": selected})
-        if self._metrics is not None:
-            candidates = row["state"]["request"]["n_candidates"]
-            self._metrics.observe_recall(candidates=candidates, selected=len(selected))
-
-    async def delete(self, key: Key) -> None:
-        await self._submit("delete", key, None)
+        return await asyncio.shield(cmd.future)
 
     async def sweep(self, *, chunk: int = 5000) -> int:
         """Remove payloads that no row points to; returns the number of keys removed."""
         removed, after = 0, None
         while True:
-            count: int
-            count, after = await self._submit("sweep", ("", ""), (after, chunk))
+            count, after = await self.submit(Sweep(key=("", ""), after=after, limit=chunk))
             removed += count
             if after is None:
                 return removed
 
-    async def run_paused(self, fn: Callable[[], Awaitable[T]]) -> T:
+    async def run_paused(self, fn: Callable[[], Awaitable[A]]) -> A:
         """Run fn with the writer paused between two batches: no payload or episode write
         happens while it runs (a backup's snapshots are taken so)."""
-        result: T = await self._submit("paused", ("", ""), fn)
+        result: A = await self.submit(Paused(key=("", ""), fn=fn))
         return result
 
     @property
@@ -131,7 +79,7 @@ def settle(results: list[tuple[asyncio.Future[Any], Any]]) -> None:
             future.set_result(value)
 
 
-def fail(commands: list[Command], exc: AppError) -> None:
+def fail(commands: list[Command[Any]], exc: AppError) -> None:
     for cmd in commands:
         if not cmd.future.done():
             cmd.future.set_exception(exc)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
@@ -15,37 +15,36 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from app.core.errors import AppError, Conflict, StoreUnavailable
 from app.core.logging import batch_request_ids_var
 from app.core.metrics import Metrics
+from app.db.backends import backend_of
 from app.db.engine import create_sessionmaker
 from app.db.errors import is_store_outage
-from app.services.writer.commands import Batch, Command, Commands, as_app_error, fail, settle
-from app.services.writer.direct import is_direct, write_direct
-from app.services.writer.episodes import EpisodeDecisions, touches_deleted
-from app.services.writer.memories import decide_memory
+from app.services.writer.commands import Commands, Paused, Sweep, as_app_error, fail, settle
+from app.services.writer.direct import write_direct
+from app.services.writer.handler import Batch, Command, Writes
 from app.services.writer.sweep import sweep_chunk
-from app.services.writer.transitions import decide_transition
-from app.services.writer.write import load, write
 from app.storage.blobs import BlobStore, BlobStoreError
 
 log = logging.getLogger("engram.writer")
 GATHER_IDLE_ROUNDS = 10
 GATHER_MAX_ROUNDS = 64
 # Commands that run on their own, after the write batches queued with them.
-OUTSIDE_BATCHES = {"sweep", "paused"}
+OUTSIDE_BATCHES = (Sweep, Paused)
 
 
-class EpisodeWriter(Commands):
-    """The one task that writes episodes, new memories and recall logs, in group commits."""
+class Writer(Commands):
+    """The one task that writes episodes, new memories and recall logs, in group commits.
+
+    `handlers`: each domain's handler of its commands, in the order their writes go in a
+    batch's transaction."""
 
     def __init__(
         self,
         engine: AsyncEngine,
-        blobs: BlobStore,
+        handlers: Sequence[Writes[Any, Any]],
         *,
+        blobs: BlobStore,
         max_batch: int,
         queue_size: int,
-        max_steps: int,
-        max_attempts: int = 5,
-        on_completed: Callable[[], None] | None = None,
         lock: asyncio.Lock | None = None,
         metrics: Metrics | None = None,
     ) -> None:
@@ -54,21 +53,12 @@ class EpisodeWriter(Commands):
         # SQLite: the process's writers (requests, the worker, this writer) take turns on
         # one asyncio lock instead of meeting in SQLite's busy handler, which sleeps.
         self._lock = lock
-        # Completing an episode queues its learning job in the same transaction.
-        self._max_attempts = max_attempts
-        self._on_completed = on_completed
-        self._blobs = blobs
+        self._blobs = blobs  # for the sweep
         self._max_batch = max_batch
         self._queue_size = queue_size
-        episodes = EpisodeDecisions(max_steps=max_steps)
-        self._decisions: dict[str, Callable[[Batch, Command], None]] = {
-            "create": episodes.create,
-            "append": episodes.append,
-            "complete": episodes.complete,
-            "delete": episodes.delete,
-            "memory": decide_memory,
-            "transition": decide_transition,
-        }
+        self._handlers = list(handlers)
+        self._handler_of = {kind: h for h in self._handlers for kind in h.commands}
+        self._direct_writes = backend_of(engine).direct_writes
         self._sessionmaker: async_sessionmaker[AsyncSession] | None = None
         self._queue = None
         self._task = None
@@ -113,7 +103,7 @@ class EpisodeWriter(Commands):
             try:
                 await self._process(commands)
             except Exception as exc:  # never let the writer die; fail the batch instead
-                log.exception("episode writer batch failed")
+                log.exception("writer batch failed")
                 self._count_store_error(exc)
                 for cmd in commands:
                     if not cmd.future.done():
@@ -121,7 +111,7 @@ class EpisodeWriter(Commands):
             finally:
                 batch_request_ids_var.reset(ids)
 
-    async def _gather(self, queue: asyncio.Queue[Command | None]) -> None:
+    async def _gather(self, queue: asyncio.Queue[Command[Any] | None]) -> None:
         """Let requests already in the event loop reach the queue before a batch starts.
 
         One batch of thirty costs one payload sync and one commit; thirty batches of
@@ -137,16 +127,19 @@ class EpisodeWriter(Commands):
             rounds += 1
             idle = idle + 1 if queue.qsize() == before else 0
 
-    async def _process(self, commands: list[Command]) -> None:
+    async def _process(self, commands: list[Command[Any]]) -> None:
         while commands:
-            sweeps = [c for c in commands if c.kind in OUTSIDE_BATCHES]
-            writes = [c for c in commands if c.kind not in OUTSIDE_BATCHES]
+            alone: list[Command[Any]] = [c for c in commands if isinstance(c, OUTSIDE_BATCHES)]
+            writes = [c for c in commands if not isinstance(c, OUTSIDE_BATCHES)]
             if writes:
                 rest = await self._apply(writes)
-                commands = rest + sweeps
+                commands = rest + alone
             else:
-                for cmd in sweeps:
-                    await (self._sweep_chunk(cmd) if cmd.kind == "sweep" else _run_alone(cmd))
+                for cmd in alone:
+                    if isinstance(cmd, Sweep):
+                        await self._sweep_chunk(cmd)
+                    elif isinstance(cmd, Paused):
+                        await _run_alone(cmd)
                 commands = []
 
     def _count_store_error(self, exc: Exception) -> None:
@@ -160,7 +153,7 @@ class EpisodeWriter(Commands):
     def _turn(self) -> contextlib.AbstractAsyncContextManager[Any]:
         return self._lock if self._lock is not None else contextlib.nullcontext()
 
-    async def _apply(self, commands: list[Command]) -> list[Command]:
+    async def _apply(self, commands: list[Command[Any]]) -> list[Command[Any]]:
         """Apply a prefix of commands as one group commit; return those left for later."""
         async with self._turn():
             left = await self._apply_batch(commands)
@@ -172,27 +165,37 @@ class EpisodeWriter(Commands):
             return []
         return left
 
-    async def _apply_batch(self, commands: list[Command]) -> list[Command] | None:
+    async def _apply_batch(self, commands: list[Command[Any]]) -> list[Command[Any]] | None:
         """The group commit; None when the batch conflicted, or failed but for an outage,
         and must run command by command."""
         assert self._sessionmaker is not None
-        batch = Batch()
+        groups: dict[Writes[Any, Any], list[Command[Any]]] = {}
+        for cmd in commands:
+            groups.setdefault(self._handler_of[type(cmd)], []).append(cmd)
+        batch = Batch({h: h.part() for h in self._handlers if h in groups})
         try:
-            if is_direct(self._engine, commands):
+            if self._direct_writes and all(self._handler_of[type(c)].direct(c) for c in commands):
                 done = self._decide(batch, commands)
-                await write_direct(self._engine, batch)
+                dialect = self._engine.dialect
+                await write_direct(
+                    self._engine,
+                    [s for h, part in batch.parts.items() for s in h.statements(dialect, part)],
+                )
+                for handler, part in batch.parts.items():
+                    await handler.committed(None, part)
             else:
                 async with self._sessionmaker() as session:
                     try:
-                        await load(session, commands, batch)
+                        for handler, part in batch.parts.items():
+                            await handler.load(session, groups[handler], part)
                         done = self._decide(batch, commands)
-                        await write(
-                            session,
-                            batch,
-                            blobs=self._blobs,
-                            max_attempts=self._max_attempts,
-                            on_completed=self._on_completed,
-                        )
+                        wrote = False
+                        for handler, part in batch.parts.items():
+                            wrote = await handler.write(session, part) or wrote
+                        if wrote:
+                            await session.commit()
+                        for handler, part in batch.parts.items():
+                            await handler.committed(session, part)
                     except Exception:
                         await session.rollback()
                         raise
@@ -212,7 +215,7 @@ class EpisodeWriter(Commands):
                 # the others commit and only that one gets the error.
                 return None
             if not is_store_outage(exc):  # a defect: its requests only see "internal"
-                log.exception("episode writer batch failed")
+                log.exception("writer batch failed")
             fail(commands, as_app_error(exc))
             return []
         settle(batch.results)
@@ -222,29 +225,31 @@ class EpisodeWriter(Commands):
             self._metrics.ingest_batch.observe(done)
         return commands[done:]
 
-    def _decide(self, batch: Batch, commands: list[Command]) -> int:
+    def _decide(self, batch: Batch, commands: list[Command[Any]]) -> int:
         """Decide each command against the batch's state; returns how many were decided
         (a command after a delete of the same episode waits a round)."""
         done = 0
         for cmd in commands:
-            if touches_deleted(batch, cmd):
+            handler = self._handler_of[type(cmd)]
+            part = batch.parts[handler]
+            if handler.waits(part, cmd):
                 break
             try:
-                self._decisions[cmd.kind](batch, cmd)
+                batch.results.append((cmd.future, handler.decide(part, cmd)))
             except AppError as exc:
                 batch.results.append((cmd.future, exc))
             done += 1
         return done
 
-    async def _sweep_chunk(self, cmd: Command) -> None:
+    async def _sweep_chunk(self, cmd: Sweep) -> None:
         assert self._sessionmaker is not None
         await sweep_chunk(
             cmd, blobs=self._blobs, sessionmaker=self._sessionmaker, turn=self._turn()
         )
 
 
-async def _run_alone(cmd: Command) -> None:
+async def _run_alone(cmd: Paused) -> None:
     try:
-        cmd.future.set_result(await cmd.data())
+        cmd.future.set_result(await cmd.fn())
     except Exception as exc:
         cmd.future.set_exception(exc)

@@ -11,22 +11,22 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.repositories.episodes import EpisodeRepository
-from app.services.writer.commands import Command, as_app_error
+from app.services.writer.commands import Sweep, as_app_error
 from app.storage.blobs import EPISODE_PREFIX, BlobStore, parse_episode_key
 
 log = logging.getLogger("engram.writer")
 
 
 async def sweep_chunk(
-    cmd: Command,
+    cmd: Sweep,
     *,
     blobs: BlobStore,
     sessionmaker: async_sessionmaker[AsyncSession],
     turn: contextlib.AbstractAsyncContextManager[Any],
 ) -> None:
-    """Remove the orphans among the chunk of keys after `cmd.data`'s key; answers the
-    number removed and the key to continue after (None at the end)."""
-    after, limit = cmd.data
+    """Remove the orphans among the chunk of keys after `cmd.after`; answers the number
+    removed and the key to continue after (None at the end)."""
+    after, limit = cmd.after, cmd.limit
     if blobs.transactional:
         # Its payloads commit and go with their rows: there are no orphans to look for
         # (a restore leaves none either), and sweeping would race other processes.

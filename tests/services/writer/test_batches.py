@@ -16,7 +16,9 @@ from app.core.errors import Conflict
 from app.repositories.memories import MemoryUsageRepository
 from app.repositories.transitions import TransitionRepository
 from app.services.memories.rows import new_memory
-from app.services.writer import EpisodeWriter, Replayed
+from app.services.memories.writes import CreateMemory
+from app.services.recall.logs import LogRecall
+from app.services.writer import Replayed, Writer
 from tests.conftest import thread_calls
 
 NS = "ns-writer"
@@ -63,8 +65,18 @@ def _memory(memory_id: str) -> dict[str, Any]:
     return row | {"type": "fact", "scope": {"level": "global"}}
 
 
-def _writer(app: FastAPI) -> EpisodeWriter:
-    writer: EpisodeWriter = app.state.engram.writer
+async def log_recall(writer: Writer, row: dict[str, Any], *, selected: list[str]) -> None:
+    await writer.submit(LogRecall(key=(row["namespace"], row["id"]), row=row, selected=selected))
+
+
+async def create_memory(writer: Writer, row: dict[str, Any], *, client_id: bool) -> Replayed:
+    return await writer.submit(
+        CreateMemory(key=(row["namespace"], row["id"]), row=row, client_id=client_id)
+    )
+
+
+def _writer(app: FastAPI) -> Writer:
+    writer: Writer = app.state.engram.writer
     return writer
 
 
@@ -77,10 +89,10 @@ async def _rows(app: FastAPI, table: str, *ids: str) -> dict[str, dict[str, Any]
     return {i: rows[i] for i in ids}
 
 
-async def _log(writer: EpisodeWriter, *rows: dict[str, Any], selected: list[str]) -> int:
+async def _log(writer: Writer, *rows: dict[str, Any], selected: list[str]) -> int:
     """Log the rows concurrently; returns the number of group commits they took."""
     before = writer.batches
-    await asyncio.gather(*(writer.log_transition(r, selected=selected) for r in rows))
+    await asyncio.gather(*(log_recall(writer, r, selected=selected) for r in rows))
     return writer.batches - before
 
 
@@ -106,9 +118,9 @@ async def test_the_session_path_chains_them_the_same_way(app: FastAPI) -> None:
     await _log(writer, _transition("t0", "task-1"), selected=[])
     before = writer.batches
     await asyncio.gather(
-        writer.log_transition(_transition("t1", "task-1"), selected=[]),
-        writer.create_memory(_memory("chosen"), client_id=True),
-        writer.log_transition(_transition("t2", "task-1"), selected=[]),
+        log_recall(writer, _transition("t1", "task-1"), selected=[]),
+        create_memory(writer, _memory("chosen"), client_id=True),
+        log_recall(writer, _transition("t2", "task-1"), selected=[]),
     )
     assert writer.batches - before == 1
     rows = await _rows(app, "rl_transitions", "t0", "t1", "t2")
@@ -117,13 +129,13 @@ async def test_the_session_path_chains_them_the_same_way(app: FastAPI) -> None:
 
 async def test_recall_logs_store_what_the_session_path_stores(app: FastAPI, backend: str) -> None:
     writer = _writer(app)
-    await asyncio.gather(*(writer.create_memory(_memory(m), client_id=False) for m in "abc"))
+    await asyncio.gather(*(create_memory(writer, _memory(m), client_id=False) for m in "abc"))
     # Through the writer (on SQLite its direct path), with memory "a" used twice.
     logged = [_transition("w1", "task-9"), _transition("w2", None, created_at=NOW + timedelta(1))]
     before = writer.batches
     await asyncio.gather(
-        writer.log_transition(logged[0], selected=["a", "b"]),
-        writer.log_transition(logged[1], selected=["a"]),
+        log_recall(writer, logged[0], selected=["a", "b"]),
+        log_recall(writer, logged[1], selected=["a"]),
     )
     assert writer.batches - before == 1
     # The same through SQLAlchemy's statements.
@@ -155,8 +167,8 @@ async def test_new_memories_and_recall_logs_are_one_hand_off(
     writer = _writer(app)
     before = writer.batches
     await asyncio.gather(
-        *(writer.create_memory(_memory(f"m{i}"), client_id=False) for i in range(5)),
-        writer.log_transition(_transition("t1", "task-1"), selected=["m1"]),
+        *(create_memory(writer, _memory(f"m{i}"), client_id=False) for i in range(5)),
+        log_recall(writer, _transition("t1", "task-1"), selected=["m1"]),
     )
     assert writer.batches - before == 1
     assert seen == ["_transaction"]
@@ -167,11 +179,11 @@ async def test_a_taken_id_fails_alone(app: FastAPI) -> None:
     """An id taken despite being the service's choice (never, with uuid7: here forced)
     fails its own request with 409; the rest of its batch is stored."""
     writer = _writer(app)
-    await writer.create_memory(_memory("taken"), client_id=False)
+    await create_memory(writer, _memory("taken"), client_id=False)
     results = await asyncio.gather(
-        writer.create_memory(_memory("free-1"), client_id=False),
-        writer.create_memory(_memory("taken") | {"content": "again"}, client_id=False),
-        writer.create_memory(_memory("free-2"), client_id=False),
+        create_memory(writer, _memory("free-1"), client_id=False),
+        create_memory(writer, _memory("taken") | {"content": "again"}, client_id=False),
+        create_memory(writer, _memory("free-2"), client_id=False),
         return_exceptions=True,
     )
     assert isinstance(results[1], Conflict)
@@ -188,9 +200,9 @@ async def test_a_row_the_store_refuses_fails_alone(app: FastAPI, backend: str) -
     if backend == "postgresql":
         bad = _memory("refused") | {"content": "a NUL \x00 that PostgreSQL cannot store"}
     results = await asyncio.gather(
-        writer.create_memory(_memory("ok-1"), client_id=False),
-        writer.create_memory(bad, client_id=False),
-        writer.create_memory(_memory("ok-2"), client_id=False),
+        create_memory(writer, _memory("ok-1"), client_id=False),
+        create_memory(writer, bad, client_id=False),
+        create_memory(writer, _memory("ok-2"), client_id=False),
         return_exceptions=True,
     )
     assert isinstance(results[1], Exception)
