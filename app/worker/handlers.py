@@ -70,12 +70,10 @@ async def credit_rewards(
 async def evolve_skills(
     session: AsyncSession, namespace: str, jobs: Sequence[Job], context: JobContext
 ) -> dict[str, Any]:
-    from app.services.learning.evolution import EvolutionService
+    from app.services.learning.evolution import EvolutionPass
 
     task_types = sorted({t for j in jobs for t in j.payload.get("task_types", [])})
-    changes = await EvolutionService(session, settings=context.settings).evolve(
-        namespace, task_types
-    )
+    changes = await EvolutionPass(session, settings=context.settings).evolve(namespace, task_types)
     return {"changes": changes}
 
 

@@ -413,12 +413,10 @@ def test_the_successes_done_right_the_first_time_order_the_steps() -> None:
 
 
 def test_an_agents_skill_beats_going_without_by_its_rate_and_a_task_types_by_its_bound() -> None:
-    from typing import Any, cast
-
     from app.core.config import Learning
-    from app.services.learning.skill_records import AGENT_MARGIN, SkillRecords
+    from app.services.learning.skill_rules import AGENT_MARGIN, Judge
 
-    records = SkillRecords(cast(Any, None), settings=Learning(min_support=5))
+    judge = Judge(Learning(min_support=5))
     steps = ("edit", "test", "tag", "push")
     followed = [ep(f"f{i}", steps, success=i != 0) for i in range(9)]  # 8 of 9
     # Turns that left a step out and mostly looked fine (their outcomes inferred): 12 of 17.
@@ -426,10 +424,10 @@ def test_an_agents_skill_beats_going_without_by_its_rate_and_a_task_types_by_its
     rate, lcb = 8 / 9, wilson_lcb(8, 9)
     assert lcb < 12 / 17 < rate - AGENT_MARGIN
     # A task type's skill must beat the base rate by its lower bound: not yet.
-    assert not records._beats(steps, lcb, rate, 12 / 17)
+    assert not judge.beats(steps, lcb, rate, 12 / 17)
     # An agents' kind's by its rate, against those that went without it.
-    records._counterfactual = followed + others
-    assert records._beats(steps, lcb, rate, 12 / 17)
+    judge.counterfactual = followed + others
+    assert judge.beats(steps, lcb, rate, 12 / 17)
     # Not when going without does about as well.
-    records._counterfactual = followed + [ep(f"o{i}", steps[1:], success=i < 14) for i in range(17)]
-    assert not records._beats(steps, lcb, rate, 12 / 17)
+    judge.counterfactual = followed + [ep(f"o{i}", steps[1:], success=i < 14) for i in range(17)]
+    assert not judge.beats(steps, lcb, rate, 12 / 17)

@@ -17,7 +17,7 @@ _SECTIONS = (
 
 
 def _line(memory: RecalledMemory) -> str:
-    # A skill's content already reads as its steps (see skill_records.describe).
+    # A skill's content already reads as its steps (see skill_text.describe).
     return f"- [{memory.type}] {memory.content}"
 
 

@@ -1,8 +1,9 @@
-"""Skill evolution: create, activate, refine, specialise, merge, compose and retire
-skills from a bounded window of each task type's latest episodes, one per context where
-the context decides the procedure (context_skills.py); keep the procedure and failure
-patterns current (derived_patterns.py). Every change is a skill event
-with its reason and evidence.
+"""Skill evolution: one pass over a namespace's task types that creates, activates,
+refines, specialises, merges, composes and retires skills from a bounded window of each
+type's latest episodes, one skill per context where the context decides the procedure;
+it keeps the procedure and failure patterns current. Read top to bottom: `_evolve_type`
+is the order of the steps. The decisions are pure functions (skill_rules.py); the
+ledger (skill_ledger.py) writes each change with its reason and evidence.
 Runs in the job's session; never commits."""
 
 from __future__ import annotations
@@ -13,42 +14,43 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.config import Learning
-from app.learning.contexts import plan
-from app.learning.mining import context_fields
-from app.learning.reflection import action_key
-from app.learning.skills import (
-    EpisodeView,
-    Procedure,
-    jaccard,
-    measure,
-    retire_reason,
-    unneeded,
-)
-from app.learning.steps import learning_steps, merge_turns
-from app.models import Pattern, Skill
+from app.learning.contexts import ContextPlan, describe_context, in_context, plan
+from app.learning.skills import EpisodeView, Procedure, jaccard, measure, retire_reason, unneeded
+from app.models import Skill
 from app.repositories.episode_learning import EpisodeLearningRepository
 from app.repositories.patterns import PatternRepository
-from app.services.learning.context_skills import ContextSkills, context_of, window_of
 from app.services.learning.derived_patterns import save_procedure_pattern, update_failure_patterns
 from app.services.learning.kind_merges import join_kind
-from app.services.learning.lessons import AGENTS
-from app.services.learning.skill_records import actions
+from app.services.learning.skill_ledger import SkillLedger
+from app.services.learning.skill_rules import (
+    Judge,
+    actions,
+    composition,
+    context_of,
+    fixes,
+    merge_order,
+    mergeable,
+    settled,
+    similar_generic,
+    specialisation,
+    superseded_by,
+    window_of,
+)
+from app.services.learning.skill_window import read_window
 
-RECOVERY_SUPPORT = 2
 
-
-class EvolutionService(ContextSkills):
-    """The decisions of one evolution pass (SkillRecords writes them down)."""
+class EvolutionPass:
+    """One evolution pass; `evolve` returns the changes it made."""
 
     def __init__(self, session: AsyncSession, *, settings: Learning) -> None:
-        super().__init__(session, settings=settings)
+        self.session = session
+        self.settings = settings
+        self.ledger = SkillLedger(session, settings=settings)
         self.episodes = EpisodeLearningRepository(session)
         self.patterns = PatternRepository(session)
-        self._from_agents = False
 
     async def evolve(self, namespace: str, task_types: list[str]) -> list[dict[str, Any]]:
-        """One evolution pass over these task types; returns the changes made."""
-        await self.skills.lock_evolution(namespace)  # before reading anything
+        await self.ledger.skills.lock_evolution(namespace)  # before reading anything
         now = datetime.now(UTC)
         for task_type in sorted(set(task_types)):
             await self._evolve_type(namespace, task_type, now)
@@ -59,102 +61,59 @@ class EvolutionService(ContextSkills):
                 now=now,
                 min_support=self.settings.min_support,
             )
-        await self.skills.insert_events(self._events)
-        await self.session.flush()
-        return self.changes
-
-    async def _window(self, namespace: str, task_type: str, retired: set[str]) -> list[EpisodeView]:
-        """The task type's recent episodes as views (`retired`: its retired skills' ids)."""
-        since = await self.skills.last_retirement(namespace, task_type)
-        retired_now = [k.retired_at for k in self._retired if k.task_type == task_type]
-        if retired_now and retired_now[-1] is not None:
-            # What this pass just retired is not in the database yet.
-            since = max(since or retired_now[-1], retired_now[-1])
-        rows = await self.episodes.window(
-            namespace, task_type or None, since=None, limit=self.settings.window
-        )
-        self._from_agents = 2 * sum(r.agent_id in AGENTS for r in rows) > len(rows)
-        if since is not None:
-            # A retirement restarts the window: the procedure may have changed. An agents'
-            # kind keeps the episodes before it that followed no retired skill (its
-            # procedure did not change; a wrong skill misled only those who followed it).
-            rows = [
-                r
-                for r in rows
-                if r.created_at > since
-                or (self._from_agents and not retired.intersection(r.skills_applied))
-            ]
-        learned = await self.episodes.learned(namespace, [r.id for r in rows])
-        views = []
-        for row in rows:
-            record = learned.get(row.id)
-            success = record.success if record else row.outcome == "success"
-            reward = record.reward if record else float(success)
-            context = context_fields(
-                domain=row.domain, language=row.language, tags=row.tags, features=row.features
-            )
-            steps = learning_steps(row.steps)
-            views.append(
-                EpisodeView(
-                    id=row.id,
-                    actions=tuple(action_key(s) for s in steps),
-                    statuses=tuple(s.get("status", "ok") for s in steps),
-                    success=success,
-                    reward=reward,
-                    context=tuple(context.items()),
-                    skills=tuple(row.skills_applied),
-                )
-            )
-        # An agent's consecutive turns at one task are one episode of it.
-        tasks = [r.task_id if r.agent_id in AGENTS else None for r in rows]
-        return merge_turns(views, tasks, [r.outcome for r in rows])
+        await self.ledger.save()
+        return self.ledger.changes
 
     async def _evolve_type(self, namespace: str, task_type: str, now: datetime) -> None:
-        general = self.settings
-        try:
-            await self._evolve_one(namespace, task_type, now)
-        finally:
-            self.settings = general
-            self._counterfactual = None
-
-    async def _evolve_one(self, namespace: str, task_type: str, now: datetime) -> None:
-        s = self.settings
-        skills = await self.skills.of_type(namespace, task_type)
+        s, ledger = self.settings, self.ledger
+        skills = await ledger.skills.of_type(namespace, task_type)
         live = [k for k in skills if k.status != "retired"]
+        # 1. Skills whose recent uses failed too often retire.
         for skill in live:
             reason = retire_reason(
                 skill.recent, after_uses=s.retire_after_uses, below=s.retire_below
             )
             if reason is not None:
-                await self._retire(skill, reason, [r["episode_id"] for r in skill.recent], now)
+                await ledger.retire(skill, reason, [r["episode_id"] for r in skill.recent], now)
         live = [k for k in live if k.status != "retired"]
         retired = {k.id for k in skills if k.status == "retired"}
-        window = await self._window(namespace, task_type, retired)
-        self._counterfactual = window if self._from_agents else None
-        if self._from_agents:
+        window = await read_window(
+            self.episodes,
+            ledger.skills,
+            namespace,
+            task_type,
+            retired=retired,
+            retired_now=ledger.retired,
+            settings=s,
+        )
+        episodes = window.episodes
+        # 2. An agents' kind of work that joined another hands its skills over to it.
+        if window.from_agents:
             joined = await join_kind(
-                self.session, namespace, task_type, window, now, share=s.step_share
+                self.session, namespace, task_type, episodes, now, share=s.step_share
             )
             if joined is not None:
                 for skill in live:
                     why = f"its kind of work joined {joined}"
-                    await self._retire(skill, why, list(skill.evidence), now, kind="superseded")
+                    await ledger.retire(skill, why, list(skill.evidence), now, kind="superseded")
                 return
-            s = self.settings = s.model_copy(
-                update={"skill_min_support": s.agent_skill_min_support}
-            )
-        # This task type's base rate, before a candidate is judged against it.
-        self._base_rate = sum(e.success for e in window) / len(window) if window else 0.0
+            s = s.model_copy(update={"skill_min_support": s.agent_skill_min_support})
+        base_rate = sum(e.success for e in episodes) / len(episodes) if episodes else 0.0
+        judge = Judge(s, base_rate, episodes if window.from_agents else None)
+        # 3. Every live skill measured on the window: a candidate that now does well
+        # enough is handed out; a step its followers succeeded without is dropped.
         for skill in live:
-            self._measure(skill, measure(actions(skill), window_of(skill, window)), now)
-            if skill.status == "candidate" and self._activatable(skill):
-                await self._activate(skill, now)
-            await self._prune(skill, window, now)
+            ledger.measure(skill, measure(actions(skill), window_of(skill, episodes)), now)
+            if skill.status == "candidate" and judge.activatable(skill):
+                await ledger.activate(skill, now)
+            await self._prune(skill, episodes, s, now)
+        # 4. The procedure the window shows, per context where the context decides it.
+        recoveries = await self.patterns.of_kinds(namespace, task_type, ["recovery"])
         found = plan(
-            window,
+            episodes,
             min_support=s.skill_min_support,
             step_share=s.step_share,
-            fixes=await self._fixes(namespace, task_type),
+            fixes=fixes(recoveries),
             detect_support=s.min_support,
         )
         proc = found.general
@@ -162,98 +121,153 @@ class EvolutionService(ContextSkills):
             await save_procedure_pattern(
                 self.session, namespace, task_type=task_type, procedure=proc, now=now
             )
-        if (
-            proc is not None
-            and proc.support >= s.skill_min_support
-            and self._beats_base(proc, self._base_rate)
-        ):
-            generic = [k for k in live if not context_of(k)]
-            similar = self._similar_generic(live, proc)
+        if proc is not None and judge.worth_a_skill(proc, base_rate):
+            similar = similar_generic(live, proc, s)
             if similar is not None:
-                await self._settle(similar, proc, now)
-            elif not generic:
-                live.append(await self._create(namespace, task_type, proc, now))
-        await self._per_context(namespace, task_type, live, window, found, now)
-        await self._merge(live, now)
-        await self._specialise(namespace, task_type, live, window, now)
-        await self._compose(namespace, task_type, live, now)
-
-    async def _fixes(self, namespace: str, task_type: str) -> dict[str, str]:
-        """For each failing action, what recovered it: the mined recovery pattern seen most
-        often in successful episodes (at least RECOVERY_SUPPORT of them)."""
-        best: dict[str, Pattern] = {}
-        for p in await self.patterns.of_kinds(namespace, task_type, ["recovery"]):
-            failed = p.items[0]
-            if p.successes >= RECOVERY_SUPPORT:
-                if failed not in best or p.successes > best[failed].successes:
-                    best[failed] = p
-        return {failed: p.items[1] for failed, p in best.items()}
-
-    async def _prune(self, skill: Skill, window: list[EpisodeView], now: datetime) -> None:
-        """Drop a step the skill's followers succeeded without."""
-        followers = [e for e in window if skill.id in e.skills or skill.name in e.skills]
-        found = unneeded(actions(skill), followers, min_support=self.settings.min_support)
-        if not found or len(skill.steps) < 2:
-            return
-        step, without = found[0]
-        before = skill.steps
-        skill.steps = [s for s in skill.steps if s["action"] != step]
-        skill.version += 1
-        self._measure(skill, measure(actions(skill), window), now)
-        if skill.status == "active":
-            await self._publish(skill, now)
-        self._event(
-            skill,
-            "refined",
-            f"step {step} was not needed: {without.successes} of {without.support} episodes "
-            "that followed the skill without it succeeded",
-            list(without.evidence),
-            now,
-            before=before,
-            after=skill.steps,
-        )
-
-    async def _merge(self, live: list[Skill], now: datetime) -> None:
-        """Near-duplicates (same trigger, steps similar enough) become one: the better one
-        keeps the other's statistics."""
+                await self._settle(similar, proc, s, now)
+            elif not [k for k in live if not context_of(k)]:
+                live.append(await self._create(judge, namespace, task_type, proc, now))
+        await self._per_context(judge, namespace, task_type, live, episodes, found, now)
+        # 5. Near-duplicates merge; a skill that fails in one context is specialised to
+        # the other; skills that follow each other become one.
         alive = [k for k in live if k.status != "retired"]
         for i, a in enumerate(alive):
             for b in alive[i + 1 :]:
-                if a.status == "retired" or b.status == "retired":
-                    continue
-                if context_of(a) != context_of(b):
-                    continue
-                if jaccard(actions(a), actions(b)) < self.settings.merge_similarity:
-                    continue
-                keep, drop = (
-                    (a, b)
-                    if (a.lcb, -a.created_at.timestamp()) >= (b.lcb, -b.created_at.timestamp())
-                    else (b, a)
+                if mergeable(a, b, s):
+                    await ledger.merge(*merge_order(a, b), now)
+        await self._specialise(judge, namespace, task_type, live, episodes, now)
+        await self._compose(judge, namespace, task_type, live, now)
+
+    async def _create(
+        self,
+        judge: Judge,
+        namespace: str,
+        task_type: str,
+        proc: Procedure,
+        now: datetime,
+        **how: Any,
+    ) -> Skill:
+        skill = await self.ledger.create(namespace, task_type, proc, now, **how)
+        if judge.activatable(skill):
+            await self.ledger.activate(skill, now)
+        return skill
+
+    async def _settle(self, skill: Skill, proc: Procedure, s: Learning, now: datetime) -> None:
+        change = settled(skill, proc, s)
+        if change is not None:
+            await self.ledger.refine(skill, change[0], now, why=change[1])
+
+    async def _prune(
+        self, skill: Skill, window: list[EpisodeView], s: Learning, now: datetime
+    ) -> None:
+        followers = [e for e in window if skill.id in e.skills or skill.name in e.skills]
+        found = unneeded(actions(skill), followers, min_support=s.min_support)
+        if not found or len(skill.steps) < 2:
+            return
+        step, without = found[0]
+        measured = measure([a for a in actions(skill) if a != step], window)
+        await self.ledger.drop_step(skill, step, without, measured, now)
+
+    async def _per_context(
+        self,
+        judge: Judge,
+        namespace: str,
+        task_type: str,
+        live: list[Skill],
+        window: list[EpisodeView],
+        found: ContextPlan,
+        now: datetime,
+    ) -> None:
+        """A skill for each context of the plan whose procedure beats its context's base
+        rate; then the skills the plan replaces are superseded."""
+        if not found.fields:
+            return
+        placed: list[Skill] = []
+        for pairs, proc in sorted(found.specific.items()):
+            context = dict(pairs)
+            group = [e for e in window if in_context(e, context)]
+            base = sum(e.success for e in group) / len(group)
+            same = [k for k in live if k.status != "retired" and context_of(k) == context]
+            same = [k for k in same if not k.parent_ids]  # not a specialised or composed one
+            if proc.successes < judge.settings.skill_min_support or not judge.beats_base(
+                proc, base
+            ):
+                placed.extend(same)
+                continue
+            similar = max(same, key=lambda k: jaccard(actions(k), proc.steps), default=None)
+            if similar is not None:
+                await self._settle(similar, proc, judge.settings, now)
+                placed.append(similar)
+                continue
+            others = [describe_context(dict(p)) for p in found.specific if p != pairs]
+            reason = (
+                f"where {describe_context(context)}, {proc.successes} of {proc.support} recent "
+                f"episodes that performed these steps in order succeeded (lower bound "
+                f"{proc.lcb:.2f}); the procedure differs where "
+                + ("; ".join(others) if others else "the context is another")
+            )
+            child = await self._create(
+                judge, namespace, task_type, proc, now, context=context, reason=reason
+            )
+            live.append(child)
+            placed.append(child)
+        if not placed:
+            return
+        names = ", ".join(k.name for k in placed)
+        for skill in [k for k in live if k.status != "retired" and not k.parent_ids]:
+            if superseded_by(skill, found):
+                by = ", ".join(found.fields)
+                reason = f"the procedure of {task_type or 'these tasks'} depends on {by}: {names}"
+                await self.ledger.retire(
+                    skill, reason, list(skill.evidence), now, kind="superseded"
                 )
-                keep.uses += drop.uses
-                keep.successes += drop.successes
-                keep.reward_sum += drop.reward_sum
-                keep.parent_ids = sorted({*keep.parent_ids, drop.id})
-                self._event(
-                    keep,
-                    "merged",
-                    f"absorbed the near-duplicate {drop.name}",
-                    list(drop.evidence),
-                    now,
-                    absorbed=drop.id,
-                )
-                await self._retire(drop, f"merged into {keep.name}", list(drop.evidence), now)
+
+    async def _specialise(
+        self,
+        judge: Judge,
+        namespace: str,
+        task_type: str,
+        live: list[Skill],
+        window: list[EpisodeView],
+        now: datetime,
+    ) -> None:
+        for skill in [k for k in live if k.status == "active" and not context_of(k)]:
+            found = specialisation(skill, window, judge.settings)
+            if found is None:
+                continue
+            proc, split = found
+            key, value = split.feature
+            if any(context_of(k) == {key: value} for k in live if k.status != "retired"):
+                continue
+            good, bad = (describe_context(dict([f])) for f in (split.feature, split.bad_feature))
+            reason = (
+                f"works when {good} ({split.good.successes}/{split.good.support}) and "
+                f"fails when {bad} ({split.bad.successes}/{split.bad.support})"
+            )
+            child = await self._create(
+                judge,
+                namespace,
+                task_type,
+                proc,
+                now,
+                context={key: value},
+                parents=[skill.id],
+                kind="specialised",
+                reason=reason,
+            )
+            live.append(child)
+            self.ledger.event(
+                skill, "specialised", reason, list(split.bad.evidence), now, child=child.id
+            )
 
     async def _compose(
-        self, namespace: str, task_type: str, live: list[Skill], now: datetime
+        self, judge: Judge, namespace: str, task_type: str, live: list[Skill], now: datetime
     ) -> None:
-        """Skills that reliably follow each other in successful episodes become one."""
-        s = self.settings
-        chains = await self.patterns.of_kinds(namespace, task_type, ["skill_chain"])
-        for chain in chains:
+        s = judge.settings
+        for chain in await self.patterns.of_kinds(namespace, task_type, ["skill_chain"]):
             if chain.support < s.min_support or chain.lcb < s.activate_lcb:
                 continue
-            parents = await self.skills.named(namespace, chain.items)
+            parents = await self.ledger.skills.named(namespace, chain.items)
             if len(chain.items) != 2 or any(p not in parents for p in chain.items):
                 continue
             first, second = parents[chain.items[0]], parents[chain.items[1]]
@@ -262,25 +276,20 @@ class EvolutionService(ContextSkills):
             ids = [first.id, second.id]
             if any(k.parent_ids == ids and k.status != "retired" for k in live):
                 continue
-            proc = Procedure(
-                steps=(*actions(first), *actions(second)),
-                on_error={
-                    st["action"]: st["on_error"]
-                    for st in [*first.steps, *second.steps]
-                    if st.get("on_error")
-                },
-                support=chain.support,
-                successes=chain.successes,
-                mean_reward=chain.mean_reward,
-                lcb=chain.lcb,
-                evidence=tuple(chain.evidence),
-            )
             reason = (
                 f"{first.name} then {second.name} succeeded together in {chain.successes} of "
                 f"{chain.support} episodes (lower bound {chain.lcb:.2f})"
             )
+            proc = composition(first, second, chain)
             live.append(
                 await self._create(
-                    namespace, task_type, proc, now, parents=ids, kind="composed", reason=reason
+                    judge,
+                    namespace,
+                    task_type,
+                    proc,
+                    now,
+                    parents=ids,
+                    kind="composed",
+                    reason=reason,
                 )
             )

@@ -1,5 +1,5 @@
 """Kinds of an agents' project that turn out to be one kind of work. Part of an evolution
-pass (EvolutionService); never commits.
+pass (EvolutionPass); never commits.
 
 Words and meaning file a project's first prompts for a kind of work under several kinds
 before any is large enough to draw the others ("bump zod to 3.23", "move us to vite@5",
@@ -25,7 +25,7 @@ from app.models import TaskKind
 from app.repositories.skills import SkillRepository
 from app.repositories.task_kinds import TaskKindRepository
 from app.services.agents.kinds import kind_of, store, task_type_of
-from app.services.learning.skill_records import actions
+from app.services.learning.skill_rules import actions
 
 MERGE_MIN = 2  # successes that performed the other kind's skill
 WITNESS_STEPS = 2  # a skill of fewer steps says too little of a kind of work

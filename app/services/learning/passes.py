@@ -54,7 +54,7 @@ async def run_pass(
     PASS_CHUNK, so that one transaction stays short), then evolve skills. Returns the
     result and whether episodes remain for another round."""
     from app.services.learning.episodes import LearningService
-    from app.services.learning.evolution import EvolutionService
+    from app.services.learning.evolution import EvolutionPass
 
     episode_rows = EpisodeLearningRepository(session)
     pattern_rows = PatternRepository(session)
@@ -84,7 +84,7 @@ async def run_pass(
         touched.add(task_type)
     elif not touched:
         touched.update(await pattern_rows.task_types(namespace))
-    changes = await EvolutionService(session, settings=settings).evolve(namespace, sorted(touched))
+    changes = await EvolutionPass(session, settings=settings).evolve(namespace, sorted(touched))
     patterns: list[PatternRead] = []
     for t in sorted(touched):
         found = await pattern_rows.page(
