@@ -1,3 +1,5 @@
+"""The SQLAlchemy tables, imported here so that Base.metadata holds every one."""
+
 from app.models.agents import TaskKind
 from app.models.api_key import ApiKey, DashboardSession
 from app.models.audit import AuditEvent

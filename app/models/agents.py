@@ -7,17 +7,15 @@ from datetime import datetime
 from sqlalchemy import JSON, Index, Integer, LargeBinary, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.models.base import Base, UTCDateTime
+from app.models.base import Base, NamespacedId, UTCDateTime
 
 
-class TaskKind(Base):
+class TaskKind(NamespacedId, Base):
     """A kind of work in one project: the prompts that asked for it, as term counts
     (app/learning/kinds.py). Its name, given at birth, is the task type of its episodes."""
 
     __tablename__ = "task_kinds"
 
-    namespace: Mapped[str] = mapped_column(String(64), primary_key=True)
-    id: Mapped[str] = mapped_column(String(64), primary_key=True)
     project: Mapped[str] = mapped_column(String(256))
     name: Mapped[str] = mapped_column(String(256))
     prompts: Mapped[int] = mapped_column(Integer)

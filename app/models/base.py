@@ -1,12 +1,12 @@
-"""Declarative base, constraint naming convention and a UTC datetime type."""
+"""Declarative base, naming convention, a UTC datetime type and the (namespace, id) key."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import DateTime, Dialect, MetaData
-from sqlalchemy.orm import DeclarativeBase
+from sqlalchemy import DateTime, Dialect, MetaData, String
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
 NAMING_CONVENTION = {
@@ -43,3 +43,12 @@ class UTCDateTime(TypeDecorator[datetime]):
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class NamespacedId:
+    """The primary key (namespace, id) of a row that belongs to one namespace."""
+
+    # Sorted first: a mixin's columns otherwise follow the class's own, and every table
+    # (and the migration that made it) starts with its key.
+    namespace: Mapped[str] = mapped_column(String(64), primary_key=True, sort_order=-2)
+    id: Mapped[str] = mapped_column(String(64), primary_key=True, sort_order=-1)

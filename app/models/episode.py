@@ -18,14 +18,12 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.models.base import Base, UTCDateTime
+from app.models.base import Base, NamespacedId, UTCDateTime
 
 
-class Episode(Base):
+class Episode(NamespacedId, Base):
     __tablename__ = "episodes"
 
-    namespace: Mapped[str] = mapped_column(String(64), primary_key=True)
-    id: Mapped[str] = mapped_column(String(64), primary_key=True)
     task_id: Mapped[str] = mapped_column(String(256))
     agent_id: Mapped[str | None] = mapped_column(String(256))
     task_type: Mapped[str | None] = mapped_column(String(256))

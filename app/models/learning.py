@@ -8,16 +8,14 @@ from typing import Any
 from sqlalchemy import JSON, Boolean, Float, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.models.base import Base, UTCDateTime
+from app.models.base import Base, NamespacedId, UTCDateTime
 
 
-class Job(Base):
+class Job(NamespacedId, Base):
     """A unit of background work. Its effects and its `done` commit in one transaction."""
 
     __tablename__ = "jobs"
 
-    namespace: Mapped[str] = mapped_column(String(64), primary_key=True)
-    id: Mapped[str] = mapped_column(String(64), primary_key=True)
     # "<domain>.<event>": episode.learn, reward.credit, skills.evolve, reflect.pass
     kind: Mapped[str] = mapped_column(String(32))
     key: Mapped[str] = mapped_column(String(256))
@@ -45,14 +43,12 @@ class Job(Base):
     )
 
 
-class Pattern(Base):
-    """Counters of one pattern in one task type, kept up to date episode by episode."""
+class Pattern(NamespacedId, Base):
+    """Counters of one pattern in one task type, kept up to date episode by episode. Its id
+    is a hash of (kind, task_type, signature): the same pattern is one row however found."""
 
     __tablename__ = "patterns"
 
-    namespace: Mapped[str] = mapped_column(String(64), primary_key=True)
-    # A hash of (kind, task_type, signature): the same pattern is one row however found.
-    id: Mapped[str] = mapped_column(String(64), primary_key=True)
     # action, sequence, recovery, context, failure, skill_chain; "task" holds the base counts
     kind: Mapped[str] = mapped_column(String(16))
     task_type: Mapped[str] = mapped_column(String(256))
@@ -92,11 +88,9 @@ class EpisodeLearning(Base):
     learned_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 
-class Skill(Base):
+class Skill(NamespacedId, Base):
     __tablename__ = "skills"
 
-    namespace: Mapped[str] = mapped_column(String(64), primary_key=True)
-    id: Mapped[str] = mapped_column(String(64), primary_key=True)
     name: Mapped[str] = mapped_column(String(256))
     task_type: Mapped[str] = mapped_column(String(256))
     # {"task_type": ..., "context": {"domain": ...}, "keywords": [...]}
@@ -127,13 +121,11 @@ class Skill(Base):
     )
 
 
-class SkillEvent(Base):
+class SkillEvent(NamespacedId, Base):
     """One change in a skill's life, with its reason and the episodes behind it."""
 
     __tablename__ = "skill_events"
 
-    namespace: Mapped[str] = mapped_column(String(64), primary_key=True)
-    id: Mapped[str] = mapped_column(String(64), primary_key=True)
     skill_id: Mapped[str] = mapped_column(String(64))
     # created, activated, refined, specialised, merged, composed, retired
     kind: Mapped[str] = mapped_column(String(16))

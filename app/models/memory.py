@@ -8,14 +8,12 @@ from typing import Any
 from sqlalchemy import JSON, Float, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.models.base import Base, UTCDateTime
+from app.models.base import Base, NamespacedId, UTCDateTime
 
 
-class Memory(Base):
+class Memory(NamespacedId, Base):
     __tablename__ = "memories"
 
-    namespace: Mapped[str] = mapped_column(String(64), primary_key=True)
-    id: Mapped[str] = mapped_column(String(64), primary_key=True)
     type: Mapped[str] = mapped_column(String(32))
     # {"level": "global" | "session" | "task", plus ids such as session_id, task_id, user}
     scope: Mapped[dict[str, str]] = mapped_column(JSON)

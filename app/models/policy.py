@@ -8,18 +8,16 @@ from typing import Any
 from sqlalchemy import JSON, Float, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.models.base import Base, UTCDateTime
+from app.models.base import Base, NamespacedId, UTCDateTime
 
 
-class Policy(Base):
+class Policy(NamespacedId, Base):
     """A learned policy of one namespace. Status: training -> candidate (or failed) ->
     canary -> active -> retired; a canary that does worse than the baseline is rolled back
     (retired, with the reason)."""
 
     __tablename__ = "policies"
 
-    namespace: Mapped[str] = mapped_column(String(64), primary_key=True)
-    id: Mapped[str] = mapped_column(String(64), primary_key=True)
     kind: Mapped[str] = mapped_column(String(32))
     version: Mapped[int] = mapped_column(Integer)
     status: Mapped[str] = mapped_column(String(16))

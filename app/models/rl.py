@@ -8,16 +8,15 @@ from typing import Any
 from sqlalchemy import JSON, Float, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.models.base import Base, UTCDateTime
+from app.models.base import Base, NamespacedId, UTCDateTime
 
 
-class Transition(Base):
-    """(state, action, propensities, reward, next state) of one recall decision."""
+class Transition(NamespacedId, Base):
+    """(state, action, propensities, reward, next state) of one recall decision; its id
+    is the recall_id."""
 
     __tablename__ = "rl_transitions"
 
-    namespace: Mapped[str] = mapped_column(String(64), primary_key=True)
-    id: Mapped[str] = mapped_column(String(64), primary_key=True)  # the recall_id
     task_id: Mapped[str | None] = mapped_column(String(256))
     agent_id: Mapped[str | None] = mapped_column(String(256))
     task_type: Mapped[str | None] = mapped_column(String(256))
@@ -54,11 +53,9 @@ class Transition(Base):
     )
 
 
-class Reward(Base):
+class Reward(NamespacedId, Base):
     __tablename__ = "rewards"
 
-    namespace: Mapped[str] = mapped_column(String(64), primary_key=True)
-    id: Mapped[str] = mapped_column(String(64), primary_key=True)
     recall_id: Mapped[str | None] = mapped_column(String(64))
     task_id: Mapped[str | None] = mapped_column(String(256))
     episode_id: Mapped[str | None] = mapped_column(String(64))
