@@ -1,8 +1,7 @@
-"""`AsyncEngram`, the asynchronous client: the methods of `Engram`, awaited."""
+"""`AsyncEngram`, the asynchronous client."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from typing import Any, TypeVar
 
@@ -17,6 +16,7 @@ from engram_client._http import (
     default_url,
     next_call,
 )
+from engram_client._twins import async_items_of, async_sleep
 from engram_client.aio_resources import (
     Dataset,
     Episodes,
@@ -37,7 +37,7 @@ T = TypeVar("T")
 
 
 class AsyncEngram:
-    """A connection to an Engram server: `AsyncEngram("http://127.0.0.1:8080", key=...)`.
+    """A connection to an Engram server: `AsyncEngram("http://127.0.0.1:8080", key="egk_...")`.
     URL and key default to ENGRAM_URL and ENGRAM_KEY."""
 
     def __init__(
@@ -96,7 +96,7 @@ class AsyncEngram:
                 delay = self.retry.delay(attempt, call, response=response)
                 if delay is None:
                     raise from_response(response)
-            await asyncio.sleep(delay)
+            await async_sleep(delay)
             attempt += 1
 
     async def run(self, call: Call[T]) -> T:
@@ -111,11 +111,9 @@ class AsyncEngram:
             yield page
             current = next_call(current, response, page)
 
-    async def iterate(self, call: Call[Any]) -> AsyncIterator[Any]:
+    def iterate(self, call: Call[Any]) -> AsyncIterator[Any]:
         """Every item of every page, lazily."""
-        async for page in self.pages(call):
-            for item in page.items:
-                yield item
+        return async_items_of(self.pages(call))
 
     async def recall(
         self, task: str, *, token_budget: int, idempotency_key: str | None = None, **fields: Any

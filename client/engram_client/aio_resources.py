@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import datetime
@@ -13,6 +12,7 @@ from engram_client import calls
 from engram_client import dataset as ds
 from engram_client import policy_calls as pc
 from engram_client._http import Call
+from engram_client._twins import async_run_blocking, async_sleep
 from engram_client.errors import NotFound
 from engram_client.models import (
     EpisodeCreate,
@@ -218,7 +218,7 @@ class Policies(_Resource):
 
     async def _wait(self, policy: PolicyRead, poll: pc.Poll) -> PolicyRead:
         while (delay := poll.delay(policy)) is not None:
-            await asyncio.sleep(delay)
+            await async_sleep(delay)
             policy = await self.get(policy.id)
         return policy
 
@@ -256,7 +256,7 @@ class Dataset(_Resource):
             async for page in self._pages(out.first):
                 out.add(page)
                 bar.advance(page)
-        return await asyncio.to_thread(out.finish)
+        return await async_run_blocking(out.finish)
 
     async def to_dataframe(self, *, progress: bool = True, **filters: Any) -> Any:
         """A pandas DataFrame (the Parquet pages' column types kept)."""
@@ -265,7 +265,7 @@ class Dataset(_Resource):
             async for page in self.pages(format="parquet", **filters):
                 pages.append(page)
                 bar.advance(page)
-        return await asyncio.to_thread(ds.frame, pages)
+        return await async_run_blocking(ds.frame, pages)
 
     async def to_minari(
         self,
@@ -283,6 +283,6 @@ class Dataset(_Resource):
                 rows += ds.ndjson_rows(page.content)
                 bar.advance(page)
         metadata = await self.metadata()
-        return await asyncio.to_thread(
+        return await async_run_blocking(
             ds.minari_dataset, rows, dataset_id, metadata=metadata, root=root
         )

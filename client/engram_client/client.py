@@ -1,8 +1,9 @@
-"""`Engram`, the synchronous client."""
+"""Generated from aio.py by `python client/generate_sync.py`; do not edit by hand.
+
+`Engram`, the synchronous client."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from typing import Any, TypeVar
 
@@ -17,6 +18,7 @@ from engram_client._http import (
     default_url,
     next_call,
 )
+from engram_client._twins import items_of, sleep
 from engram_client.errors import from_response, from_transport
 from engram_client.models import (
     RecallResponse,
@@ -96,7 +98,7 @@ class Engram:
                 delay = self.retry.delay(attempt, call, response=response)
                 if delay is None:
                     raise from_response(response)
-            time.sleep(delay)
+            sleep(delay)
             attempt += 1
 
     def run(self, call: Call[T]) -> T:
@@ -113,8 +115,7 @@ class Engram:
 
     def iterate(self, call: Call[Any]) -> Iterator[Any]:
         """Every item of every page, lazily."""
-        for page in self.pages(call):
-            yield from page.items
+        return items_of(self.pages(call))
 
     def recall(
         self, task: str, *, token_budget: int, idempotency_key: str | None = None, **fields: Any

@@ -1,10 +1,11 @@
-"""The synchronous client's resources: `engram.episodes`, `.memories`, `.skills`,
+"""Generated from aio_resources.py by `python client/generate_sync.py`; do not edit by hand.
+
+The synchronous client's resources: `engram.episodes`, `.memories`, `.skills`,
 `.patterns`, `.jobs`, `.policies` and `.dataset`."""
 
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -13,6 +14,7 @@ from engram_client import calls
 from engram_client import dataset as ds
 from engram_client import policy_calls as pc
 from engram_client._http import Call
+from engram_client._twins import run_blocking, sleep
 from engram_client.errors import NotFound
 from engram_client.models import (
     EpisodeCreate,
@@ -177,7 +179,8 @@ class Policies(_Resource):
         policy = self._c.run(call)
         if not wait:
             return policy
-        return self._wait(policy, pc.Poll(pc.trained, timeout=timeout, waiting_for="training"))
+        poll = pc.Poll(pc.trained, timeout=timeout, waiting_for="training")
+        return self._wait(policy, poll)
 
     def evaluate(
         self,
@@ -193,7 +196,8 @@ class Policies(_Resource):
         policy = self._c.run(pc.evaluate(policy_id, since=since, until=until))
         if not wait:
             return policy
-        return self._wait(policy, pc.Poll(pc.evaluated, timeout=timeout, waiting_for="evaluation"))
+        poll = pc.Poll(pc.evaluated, timeout=timeout, waiting_for="evaluation")
+        return self._wait(policy, poll)
 
     def evaluation(self, policy_id: str) -> Evaluation:
         return self._c.run(pc.evaluation(policy_id))
@@ -216,7 +220,7 @@ class Policies(_Resource):
 
     def _wait(self, policy: PolicyRead, poll: pc.Poll) -> PolicyRead:
         while (delay := poll.delay(policy)) is not None:
-            time.sleep(delay)
+            sleep(delay)
             policy = self.get(policy.id)
         return policy
 
@@ -252,7 +256,7 @@ class Dataset(_Resource):
             for page in self._pages(out.first):
                 out.add(page)
                 bar.advance(page)
-        return out.finish()
+        return run_blocking(out.finish)
 
     def to_dataframe(self, *, progress: bool = True, **filters: Any) -> Any:
         """A pandas DataFrame (the Parquet pages' column types kept)."""
@@ -261,7 +265,7 @@ class Dataset(_Resource):
             for page in self.pages(format="parquet", **filters):
                 pages.append(page)
                 bar.advance(page)
-        return ds.frame(pages)
+        return run_blocking(ds.frame, pages)
 
     def to_minari(
         self,
@@ -278,4 +282,5 @@ class Dataset(_Resource):
             for page in self.pages(format="ndjson", **filters):
                 rows += ds.ndjson_rows(page.content)
                 bar.advance(page)
-        return ds.minari_dataset(rows, dataset_id, metadata=self.metadata(), root=root)
+        metadata = self.metadata()
+        return run_blocking(ds.minari_dataset, rows, dataset_id, metadata=metadata, root=root)
