@@ -1,0 +1,1 @@
+"""Engram: a memory service for AI agents."""

@@ -1,0 +1,1 @@
+"""The HTTP API: dependencies, middleware, the direct routes and the OpenAPI document."""

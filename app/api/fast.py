@@ -39,7 +39,7 @@ class Answer:
 
 
 # The route's function: the app's state, the caller, the parsed body, the Idempotency-Key
-# header as sent (None without one); each service checks the key where it did before.
+# header as sent (None without one); each service checks the key itself.
 FastCall: TypeAlias = Callable[[AppState, Principal, M, str | None], Awaitable[Answer]]
 
 

@@ -84,6 +84,6 @@ async def metrics(request: Request) -> Response:
     await _authorize(request, state)
     depth: JobDepth = request.app.state.job_depth
     await depth.refresh(state)
-    # Formatting takes about 30 us a line (tens of ms for a busy service): off the loop.
+    # Formatting takes time in proportion to the series (long for a busy service): off the loop.
     body = await asyncio.to_thread(generate_latest, depth.metrics.registry)
     return Response(body, media_type=CONTENT_TYPE_LATEST)

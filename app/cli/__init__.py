@@ -88,9 +88,9 @@ def main() -> None:
         command = sys.argv[1] if len(sys.argv) > 1 else "--help"
         if command in ("backup", "restore") or command.startswith("-"):
             # Registered here, and only when they may be asked for or listed: they import
-            # the stores (whose version checks may refuse), which costs every other command
-            # (a hook runs on each tool call of an agent; a client command talks to a server)
-            # a second of start-up.
+            # the stores (whose version checks may refuse), which would slow the start-up
+            # of every other command (a hook runs on each tool call of an agent; a client
+            # command talks to a server).
             _backup_commands()
         cli(sys.argv[1:])
     except Exception as exc:

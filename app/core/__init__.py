@@ -1,0 +1,1 @@
+"""What every layer uses: settings, errors, logging, metrics, ids and task helpers."""

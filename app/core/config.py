@@ -168,8 +168,8 @@ class Settings(BaseSettings):
     @field_validator("bootstrap_key")
     @classmethod
     def _bootstrap_key_long_enough(cls, key: SecretStr | None) -> SecretStr | None:
-        # An empty value (compose's `${ENGRAM_API_KEY:-}` with the variable unset) once
-        # became a random operator key that nobody knew: every request was a 401.
+        # An empty value (compose's `${ENGRAM_API_KEY:-}` with the variable unset) would
+        # become a random operator key that nobody knows, and every request a 401.
         if key is not None and len(key.get_secret_value()) < MIN_BOOTSTRAP_KEY_CHARS:
             raise ValueError(
                 f"the key is {'empty' if not key.get_secret_value() else 'too short'}: "

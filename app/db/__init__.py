@@ -1,0 +1,1 @@
+"""Engines per backend (SQLite, PostgreSQL, libSQL), transactions and migrations."""

@@ -28,7 +28,7 @@ async def transaction(
 ) -> AsyncIterator[AsyncSession]:
     """A session whose transaction commits when the block ends and rolls back when it
     raises; with `lock` (SQLite: the process's writers), held for the whole of it."""
-    # Not an exit stack: that costs a recall ~5 us.
+    # Not an exit stack: every transaction of a recall would pay for one.
     async with lock if lock is not None else _NO_LOCK, factory() as session:
         try:
             yield session

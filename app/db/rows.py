@@ -1,16 +1,15 @@
 """Whole-row INSERTs on SQLite with the values converted once, as SQLAlchemy would.
 
 The writer's group commits insert many rows of a table at once (new memories, recall
-transitions). Through SQLAlchemy each row's bind processing costs ~11 µs and each
-statement several trips to the driver's thread; here the statement is compiled once per
-table and dialect, and a row's values are converted by the columns' own bind processors
-(plus a cheaper equivalent for UTCDateTime), ready for one `executemany`.
+transitions). Through SQLAlchemy each row pays for its general bind processing and each
+statement for several trips to the driver's thread; here the statement is compiled once
+per table and dialect, and a row's values are converted by the columns' own bind
+processors (plus a cheaper equivalent for UTCDateTime), ready for one `executemany`.
 
 A table with a full-text trigger (memories) takes its rows as multi-row INSERTs instead:
 FTS5 writes its pending terms out as a new segment (and does merge work) at every
-statement savepoint, and an executemany is one statement per row. bench.fts_insert, 32
-memories a commit on copies of the 100,000-memory table: 100 µs a row of CPU by
-executemany, 66-72 µs in one statement, 38 µs without the full-text trigger.
+statement savepoint, and an executemany is one statement per row, so one statement of
+many rows does that work once (bench.fts_insert compares the two).
 """
 
 from __future__ import annotations

@@ -118,8 +118,8 @@ class LocalEmbedder:
         options.intra_op_num_threads = settings.threads
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
-        # The arena keeps the largest batch's buffers for good: 1.5 GiB after batches of 32
-        # texts of 256 tokens, 1.0 without it, 0.6 with batches of MODEL_BATCH.
+        # The arena keeps the largest batch's buffers for good, so the process would stay
+        # at its largest batch's size.
         options.enable_cpu_mem_arena = False
         try:
             self._session = onnxruntime.InferenceSession(

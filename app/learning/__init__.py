@@ -1,0 +1,1 @@
+"""Pure learning algorithms (rewards, reflection, mining, skills, policies): no I/O."""

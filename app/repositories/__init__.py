@@ -1,0 +1,1 @@
+"""Repositories: all of the service's SQL."""

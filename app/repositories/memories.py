@@ -67,8 +67,8 @@ class MemoryRepository:
             return
         # SQLite: multi-row INSERTs (an executemany would flush the full-text index at
         # every row) on the driver's connection, inside the session's transaction (begun
-        # above). Through SQLAlchemy each row's bind conversion cost ~11 us and each
-        # statement three trips to the driver's thread.
+        # above). Through SQLAlchemy each row would pay for its general bind processing,
+        # and each statement for three trips to the driver's thread.
         driver = (await conn.get_raw_connection()).driver_connection
         assert driver is not None
         for sql, params in compiled_insert(MEMORIES, conn.dialect).multi(rows):

@@ -17,9 +17,9 @@ from app.models.base import UTCDateTime
 from app.schemas.filters import MemoryFilters
 
 MEMORIES = cast(Table, Memory.__table__)
-# Search and recall read plain rows (no ORM identity map: a recall reads ~70 memories and
-# the ORM's bookkeeping per object was a tenth of its time). A row has the model's
-# attribute names, `metadata_` included.
+# Search and recall read plain rows (no ORM identity map: a recall reads dozens of
+# memories, and the ORM's bookkeeping per object is a large share of its time). A row has
+# the model's attribute names, `metadata_` included.
 COLUMNS = [c.label("metadata_") if c.key == "metadata" else c for c in MEMORIES.c]
 MemoryRow: TypeAlias = Row[*tuple[Any, ...]]
 MemoryRecord: TypeAlias = Memory | MemoryRow

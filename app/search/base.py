@@ -60,9 +60,8 @@ class Search(Protocol):
 
 
 class Statements:
-    """Statements built by `build` for each filter shape, kept: building one is a
-    millisecond of Python, a tenth of a recall, and only its parameters change between
-    searches."""
+    """Statements built by `build` for each filter shape, kept: building one is a large
+    share of a recall's Python, and only its parameters change between searches."""
 
     def __init__(self, build: Callable[[FilterShape], Any]) -> None:
         self._build = build

@@ -111,7 +111,7 @@ def _every_posting(q: Query) -> tuple[Any, Any]:
     n = len(q.data.ids)
     scores = np.zeros(n, dtype=np.float64)
     held = np.zeros(n, dtype=np.float64)  # query terms each slot holds
-    matched = np.zeros(n, dtype=bool)  # finding them in a bool array is 8x cheaper
+    matched = np.zeros(n, dtype=bool)  # flatnonzero finds them faster in a bool array
     holder = None  # per slot, the last group of several parts that counted it as held
     for g, group in enumerate(q.groups):
         if len(group.parts) > 1 and holder is None:

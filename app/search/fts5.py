@@ -171,8 +171,8 @@ class Fts5Search:
         Without filters, run as a query of its own so that SQLite reads each match's id only
         when it enters the top `prefilter` (as part of a join it would read all of them).
         With them (a recall always has its scope), every match is joined to its memory row
-        and filtered before the ranking: exact, and about three times the plain query's cost
-        (10-word queries on 100,000 memories: 26 ms plain, 61 joined, 80 with the scope).
+        and filtered before the ranking: exact, and dearer than the plain query, since
+        every match's row is read.
         A namespace that holds most of the index is filtered after ranking instead of inside
         the engine: the namespace token's posting list is then as long as the index, and
         reading it would cost more than the over-fetch (the ranking is the same, BM25

@@ -15,7 +15,7 @@ from app.search.postings import Data
 log = logging.getLogger(__name__)
 
 # Saved after a build and at close when it holds at least SAVE_MIN_SLOTS slots (smaller
-# ones build in about a second), and while serving once SAVE_SHARE of its slots are new or
+# ones build quickly), and while serving once SAVE_SHARE of its slots are new or
 # SAVE_DELETIONS deletions were applied (the log keeps 10,000: a crash then rarely leaves
 # more than it holds to catch up with), at most every SAVE_EVERY_S.
 SAVE_MIN_SLOTS = 10_000

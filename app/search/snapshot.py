@@ -1,6 +1,6 @@
 """The in-memory BM25 index's data (`postings.py`) saved to one file beside the database
 and read back at start, so that a restart of a large store catches up with what changed
-since the save instead of reading every posting again (minutes at a million memories).
+since the save instead of reading every posting again (slow at a million memories).
 A cache of SQL like the index itself: `loading.fits` decides whether a saved file still
 describes the database, and the index is built from SQL when it does not.
 

@@ -1,5 +1,5 @@
 """HNSW graphs saved to files, so that a restart with a large namespace loads its graph
-instead of building it again (minutes at a million vectors). A cache of SQL like the rest:
+instead of building it again (slow at a million vectors). A cache of SQL like the rest:
 a graph is used only when the seqs of the rows it was built from are exactly the first
 rows the index read for its namespace; otherwise (rows deleted or committed late since
 it was saved, another model) it is built again and saved over.

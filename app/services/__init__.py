@@ -1,0 +1,1 @@
+"""Use cases by domain; every door (HTTP, MCP, UI, hooks, CLI, worker) calls the same one."""

@@ -5,7 +5,7 @@ back with its row, so no row points to a missing payload and no payload outlives
 row, whichever process wrote them. What lets several processes share one database.
 
 Values are stored compressed (zlib, level 1, as LevelDB stores them with Snappy): an
-episode's JSON shrinks about six times, for 8 us a chunk, and SQLite has as many fewer
+episode's JSON shrinks several times over for little CPU, and SQLite has that many fewer
 pages to log and checkpoint. The protocol's values, and the backup's, are the payloads
 themselves."""
 

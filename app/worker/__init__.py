@@ -1,0 +1,1 @@
+"""The background worker: the job queue's runner, leases and handlers."""

@@ -48,8 +48,7 @@ def gone(worker_id: str | None) -> bool:
     be queued again at once rather than when their lease passes: a process of this host
     that no longer runs, or one with this process's pid that is none of its workers (the
     process before a restart that reused the pid, as a container's entrypoint does).
-    Jobs claimed before jobs had owners (None) count as gone, as every running job did at
-    start when one process served a database.
+    Jobs claimed before jobs had owners (None) count as gone: no worker can finish them.
 
     Only a hint: a worker of another host with the same name (containers given one
     hostname) may look gone while it runs. Its job is then claimed again, but is still

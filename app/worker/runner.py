@@ -79,9 +79,8 @@ class Worker:
     async def recover(self) -> int:
         """At start: queue again at once the running jobs of workers known to be gone
         (lease.gone: a process of this host that no longer runs); the jobs of any other
-        worker come back when their lease passes. Every running job was queued again
-        here when only one process served a database; with several, that would take jobs
-        from workers that are running them."""
+        worker come back when their lease passes. Not every running job: several processes
+        may serve a database, and that would take jobs from workers that are running them."""
         async with self.session() as session:
             repo = JobRepository(session)
             owners = [o for o in await repo.running_owners() if gone(o)]
@@ -283,7 +282,7 @@ class Worker:
             self._wake.clear()
             # asyncio.timeout, not wait_for: on Python 3.11, wait_for returns when the
             # wake-up and a cancellation arrive together and drops the cancellation, so
-            # the worker went on polling and shutdown waited for it forever.
+            # the worker would go on polling and shutdown would wait for it forever.
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self.settings.poll_interval_s):
                     await self._wake.wait()

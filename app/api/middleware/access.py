@@ -36,8 +36,8 @@ class AccessLog:
     carries the id and the headers (Starlette's outer handler would give neither).
 
     The answer of last resort is here rather than in a middleware of its own: both need
-    to know whether an answer has begun, and each middleware that watches `send` costs
-    a small request about half a microsecond (bench/middleware_overhead.py)."""
+    to know whether an answer has begun, and each middleware that watches `send` adds
+    its cost to every request (bench/middleware_overhead.py)."""
 
     def __init__(
         self,

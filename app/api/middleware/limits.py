@@ -49,7 +49,7 @@ async def send_refusal(send: Send, exc: BodyRefused) -> None:
 async def _receive_by(receive: Receive, deadline: float, seconds: float) -> Message:
     """receive(), cut off at the deadline (BodyTimeout). A message that is already there,
     as a small body usually is, is taken without arming a timer: asyncio's timeout costs
-    ten times the read (about 5 us, once per request with a body)."""
+    many times the read, once per request with a body."""
     steps = receive().__await__()
     try:
         waiting_on = steps.send(None)

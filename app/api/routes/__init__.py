@@ -1,0 +1,1 @@
+"""Thin HTTP routes, one module per resource: parse, call a service, answer."""

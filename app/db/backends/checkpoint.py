@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 
 # Log pages (4 KiB each) past which a commit checkpoints by itself while a Checkpointer
 # can run: 40 MiB (a long read that holds older pages can keep the log growing past it).
-# A new memory logs 2.7 pages (bench.fts_insert), so about 3,700 memories.
+# A new memory logs a few pages (bench.fts_insert), so that is thousands of memories.
 SAFETY_PAGES = 10_000
 SQLITE_DEFAULT_PAGES = 1_000  # SQLite's own wal_autocheckpoint
 

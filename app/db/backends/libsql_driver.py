@@ -8,9 +8,9 @@ errors into sqlite3's classes, so SQLAlchemy reports a constraint as an Integrit
 an unreachable server as an OperationalError. The connection runs in aiosqlite's thread,
 as a SQLite file's does, with `sqlite_driver`'s one hand-off per statement.
 
-The binding holds the GIL while it waits for the server, so a remote round trip (about
-1 ms on loopback) stops the process's other threads and its event loop for that long.
-An embedded replica reads its local file instead (~20 us a statement).
+The binding holds the GIL while it waits for the server, so a remote round trip stops
+the process's other threads and its event loop for that long. An embedded replica reads
+its local file instead, with no round trip.
 
 A replica connection syncs from the server after each write transaction it commits.
 """

@@ -3,7 +3,7 @@
 aiosqlite runs each call on the connection in the connection's own thread, and
 SQLAlchemy's adapter makes four such calls for every statement: open a cursor, execute,
 fetch every row, close the cursor. Each call is a round trip through a queue, a thread
-wake-up and an event-loop wake-up (50-150 µs on a busy machine), and a recall makes a
+wake-up and an event-loop wake-up (slower the busier the machine), and a recall makes a
 dozen statements. This adapter runs the four steps as one function in that thread, and
 skips the rollback the pool issues when a connection comes back with no transaction
 open (after a commit, which is every session but the failed ones).

@@ -104,7 +104,8 @@ def infer(skeletons: list[dict[str, Any]], *, rules: Rules | None, interrupted: 
 
 
 def episode_seed(agent: Agent) -> str:
-    # Claude Code's episodes keep the ids they had before the other agents joined.
+    # Claude Code's seed spelled out: its stored episodes' ids are made from it, so it
+    # must not change with Agent's values.
     return "claude-code episode" if agent is Agent.CLAUDE_CODE else f"{agent.value} episode"
 
 

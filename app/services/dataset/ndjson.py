@@ -23,8 +23,7 @@ if TYPE_CHECKING:
 
 # Rows of the NDJSON transitions export read at a time. A row is tens of kilobytes, read
 # in the thread of whichever pooled connection serves the export, and each such thread's
-# malloc arena keeps its high-water mark: 200 rows grew the server by ~180 MiB in a
-# 90 s soak with periodic downloads, 50 rows by ~70 MiB (~30 MiB without downloads).
+# malloc arena keeps its high-water mark: a small chunk keeps the server small.
 RAW_CHUNK = 50
 
 
