@@ -17,11 +17,11 @@ from fastapi import Depends, Request
 from fastapi.responses import JSONResponse
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
+from app.api.params import Limit
 from app.core.config import Settings
 from app.core.errors import Forbidden, InvalidInput
 from app.db.backends.base import Maintenance
 from app.db.engine import Transactions
-from app.embeddings.backlog import Backlog
 from app.search import Retrieval
 from app.services.access import audit
 from app.services.access.auth import Authenticator, Principal, Role
@@ -32,6 +32,7 @@ from app.services.policies.deciders import Deciders
 from app.services.recall.requests import RecallRequests
 from app.services.writer import Writer
 from app.storage.blobs import BlobStore
+from app.worker.embeddings import Backlog
 from app.worker.runner import Worker
 
 
@@ -108,6 +109,14 @@ def page_size(limit: int | None, settings: Settings) -> int:
     if limit is not None and limit > limits.max_page_size:
         raise InvalidInput(f"limit: at most {limits.max_page_size}", field="limit")
     return limit or limits.default_page_size
+
+
+async def get_page_size(settings: SettingsDep, limit: Limit = None) -> int:
+    return page_size(limit, settings)
+
+
+# A listing's page size, from its `limit` query parameter (MCP calls page_size itself).
+PageSize = Annotated[int, Depends(get_page_size)]
 
 
 # A request's transactions: the session dependencies (scope="function": the commit

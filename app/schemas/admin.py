@@ -10,11 +10,10 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from app.schemas import examples
 from app.schemas.common import NAMESPACE_PATTERN
 from app.schemas.memory import Sensitivity
+from app.schemas.pages import CursorPage
 
 KeyRole = Literal["reader", "agent", "admin", "operator"]
 
-
-NEXT_CURSOR = "Pass as `cursor` for the next page; null on the last page"
 _ROLE = (
     "`reader` (reads), `agent` (reads and writes records), `admin` (and manages its "
     "namespace's keys and audit log) or `operator` (every namespace, backups, metrics)"
@@ -72,13 +71,10 @@ class KeyCreated(KeyRead):
     key: str = Field(description="The key itself: shown once, only its hash is stored")
 
 
-class KeyPage(BaseModel):
+class KeyPage(CursorPage[KeyRead]):
     """A page of keys, newest first."""
 
     model_config = ConfigDict(json_schema_extra={"examples": [examples.KEY_PAGE]})
-
-    items: list[KeyRead] = Field(description="The page's keys")
-    next_cursor: str | None = Field(description=NEXT_CURSOR)
 
 
 class AuditEventRead(BaseModel):
@@ -97,10 +93,7 @@ class AuditEventRead(BaseModel):
     client: str | None = Field(description="The client's address; null outside a request")
 
 
-class AuditPage(BaseModel):
+class AuditPage(CursorPage[AuditEventRead]):
     """A page of audit events, newest first."""
 
     model_config = ConfigDict(json_schema_extra={"examples": [examples.AUDIT_PAGE]})
-
-    items: list[AuditEventRead] = Field(description="The page's events")
-    next_cursor: str | None = Field(description=NEXT_CURSOR)

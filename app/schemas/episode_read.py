@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app.schemas import examples
 from app.schemas.episode import EpisodeContext, EpisodeStatus, Outcome, StepStatus
+from app.schemas.pages import CursorPage
 
 
 class StepRead(BaseModel):
@@ -82,12 +83,7 @@ class EpisodeRead(EpisodeSummary):
     metadata: dict[str, Any] = Field(description="As sent")
 
 
-class EpisodePage(BaseModel):
+class EpisodePage(CursorPage[EpisodeSummary]):
     """A page of episodes, newest first."""
 
     model_config = ConfigDict(json_schema_extra={"examples": [examples.EPISODE_PAGE]})
-
-    items: list[EpisodeSummary] = Field(description="The page's episodes")
-    next_cursor: str | None = Field(
-        description="Pass as `cursor` for the next page; null at the end"
-    )

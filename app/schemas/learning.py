@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from app.schemas import learning_examples
 from app.schemas.common import Name, Timestamp
+from app.schemas.pages import CursorPage, OffsetPage
 
 # Every kind the worker runs (app/services/operations/jobs.py KINDS; a test holds them equal).
 JobKind = Literal[
@@ -29,8 +30,6 @@ SkillStatus = Literal["candidate", "active", "retired"]
 SkillSort = Literal["created_at", "uses", "lcb", "success_rate"]
 
 
-NEXT_CURSOR = "Pass as `cursor` for the next page; null on the last page"
-NEXT_OFFSET = "Pass as `offset` for the next page; null on the last page"
 _LCB = "Wilson 95% lower bound of the success rate, 0 to 1"
 
 
@@ -62,14 +61,12 @@ class JobRead(BaseModel):
     finished_at: datetime | None = Field(description="When done or dead (UTC); null before")
 
 
-class JobPage(BaseModel):
+class JobPage(CursorPage[JobRead]):
     """A page of jobs, newest first."""
 
     model_config = ConfigDict(json_schema_extra={"examples": [learning_examples.JOB_PAGE]})
 
-    items: list[JobRead] = Field(description="The page's jobs")
     counts: dict[str, int] = Field(description="Jobs of this namespace by status")
-    next_cursor: str | None = Field(description=NEXT_CURSOR)
 
 
 class ReflectRequest(BaseModel):
@@ -116,13 +113,10 @@ class PatternRead(BaseModel):
     updated_at: datetime = Field(description="Last change (UTC)")
 
 
-class PatternPage(BaseModel):
+class PatternPage(OffsetPage[PatternRead]):
     """A page of patterns, best first."""
 
     model_config = ConfigDict(json_schema_extra={"examples": [learning_examples.PATTERN_PAGE]})
-
-    items: list[PatternRead] = Field(description="The page's patterns")
-    next_offset: int | None = Field(description=NEXT_OFFSET)
 
 
 class SkillChange(BaseModel):
@@ -173,13 +167,10 @@ class ReflectionRead(BaseModel):
     created_at: datetime = Field(description="When written (UTC)")
 
 
-class ReflectionPage(BaseModel):
+class ReflectionPage(CursorPage[ReflectionRead]):
     """A page of reflections, newest first."""
 
     model_config = ConfigDict(json_schema_extra={"examples": [learning_examples.REFLECTION_PAGE]})
-
-    items: list[ReflectionRead] = Field(description="The page's reflections")
-    next_cursor: str | None = Field(description=NEXT_CURSOR)
 
 
 class SkillStep(BaseModel):
@@ -219,13 +210,10 @@ class SkillRead(BaseModel):
     retired_at: datetime | None = Field(description="When retired (UTC); null: not retired")
 
 
-class SkillPage(BaseModel):
+class SkillPage(OffsetPage[SkillRead]):
     """A page of skills."""
 
     model_config = ConfigDict(json_schema_extra={"examples": [learning_examples.SKILL_PAGE]})
-
-    items: list[SkillRead] = Field(description="The page's skills")
-    next_offset: int | None = Field(description=NEXT_OFFSET)
 
 
 class SkillEventRead(BaseModel):
@@ -245,11 +233,9 @@ class SkillEventRead(BaseModel):
     created_at: datetime = Field(description="When (UTC)")
 
 
-class SkillHistory(BaseModel):
+class SkillHistory(CursorPage[SkillEventRead]):
     """A skill's changes, oldest first."""
 
     model_config = ConfigDict(json_schema_extra={"examples": [learning_examples.SKILL_HISTORY]})
 
     skill_id: str = Field(description="The skill")
-    items: list[SkillEventRead] = Field(description="The page's events")
-    next_cursor: str | None = Field(description=NEXT_CURSOR)

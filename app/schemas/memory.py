@@ -19,6 +19,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from app.schemas import examples
 from app.schemas.common import JSON_LIMIT, TEXT_LIMIT, Ident, JsonObject, Timestamp
+from app.schemas.pages import CursorPage
 from app.schemas.strict import Strict
 
 
@@ -226,13 +227,7 @@ class MemoryRead(BaseModel):
     )
 
 
-NEXT_CURSOR = "Pass as `cursor` for the next page; null on the last page"
-
-
-class MemoryPage(BaseModel):
+class MemoryPage(CursorPage[MemoryRead]):
     """A page of memories, newest first."""
 
     model_config = ConfigDict(json_schema_extra={"examples": [examples.MEMORY_PAGE]})
-
-    items: list[MemoryRead] = Field(description="The page's memories")
-    next_cursor: str | None = Field(description=NEXT_CURSOR)

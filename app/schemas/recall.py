@@ -11,12 +11,12 @@ from app.schemas import examples
 from app.schemas.common import MAX_LATENCY_MS, MAX_TOKENS, Ident, Name
 from app.schemas.episode import TaskContext
 from app.schemas.memory import MemoryType, Scope, Sensitivity
+from app.schemas.pages import CursorPage
 from app.schemas.strict import Strict
 
 Mode = Literal["constraint", "context", "background", "reverify_before_use"]
 
 
-NEXT_CURSOR = "Pass as `cursor` for the next page; null on the last page"
 _MODE = (
     "How to use it: `constraint` (a rule to obey), `context` (use as background for this "
     "task), `background` (low priority), `reverify_before_use` (suspect: check it first)"
@@ -255,13 +255,10 @@ class RewardRead(BaseModel):
     created_at: datetime = Field(description="When it was stored (UTC)")
 
 
-class RewardPage(BaseModel):
+class RewardPage(CursorPage[RewardRead]):
     """A page of rewards, newest first."""
 
     model_config = ConfigDict(json_schema_extra={"examples": [examples.REWARD_PAGE]})
-
-    items: list[RewardRead] = Field(description="The page's rewards")
-    next_cursor: str | None = Field(description=NEXT_CURSOR)
 
 
 class TransitionRead(BaseModel):
@@ -288,10 +285,7 @@ class TransitionRead(BaseModel):
     completed_at: datetime | None = Field(description="When rewarded (UTC); null while pending")
 
 
-class TransitionPage(BaseModel):
+class TransitionPage(CursorPage[TransitionRead]):
     """A page of transitions, oldest first."""
 
     model_config = ConfigDict(json_schema_extra={"examples": [examples.TRANSITION_PAGE]})
-
-    items: list[TransitionRead] = Field(description="The page's transitions")
-    next_cursor: str | None = Field(description=NEXT_CURSOR)

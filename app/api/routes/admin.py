@@ -10,15 +10,14 @@ from fastapi.responses import JSONResponse
 from app.api.deps import (
     AdminDep,
     KeptAnswerDep,
+    PageSize,
     SessionDep,
-    SettingsDep,
     StateDep,
     WriteSessionDep,
     client_address,
-    page_size,
     write_session,
 )
-from app.api.params import AuditNamespace, Cursor, KeysNamespace, Limit, path_id
+from app.api.params import AuditNamespace, Cursor, KeysNamespace, path_id
 from app.core.errors import error_responses
 from app.schemas.admin import AuditPage, KeyCreate, KeyCreated, KeyPage, KeyRead
 from app.schemas.common import stored_ident
@@ -63,16 +62,13 @@ async def create_key(
 @router.get("/keys", response_model=KeyPage, responses=error_responses(401, 403, 422, 503))
 async def list_keys(
     principal: AdminDep,
+    size: PageSize,
     session: SessionDep,
-    settings: SettingsDep,
     namespace: KeysNamespace = None,
     cursor: Cursor = None,
-    limit: Limit = None,
 ) -> KeyPage:
     """Keys, newest first (never the keys themselves); operators may name any namespace."""
-    return await KeyService(session).list(
-        principal, namespace=namespace, cursor=cursor, limit=page_size(limit, settings)
-    )
+    return await KeyService(session).list(principal, namespace=namespace, cursor=cursor, limit=size)
 
 
 @router.post(
@@ -97,18 +93,15 @@ async def revoke_key(
 @router.get("/audit", response_model=AuditPage, responses=error_responses(401, 403, 422, 503))
 async def list_audit(
     principal: AdminDep,
+    size: PageSize,
     session: SessionDep,
-    settings: SettingsDep,
     action: Annotated[
         str | None, Query(description="Only this action (`key.create`, `request.denied`, ...)")
     ] = None,
     namespace: AuditNamespace = None,
     cursor: Cursor = None,
-    limit: Limit = None,
 ) -> AuditPage:
     """Audit events, newest first: an admin sees its namespace's, an operator every one."""
     if not principal.at_least(Role.OPERATOR):
         namespace = principal.namespace
-    return await audit.page(
-        session, namespace=namespace, action=action, cursor=cursor, limit=page_size(limit, settings)
-    )
+    return await audit.page(session, namespace=namespace, action=action, cursor=cursor, limit=size)

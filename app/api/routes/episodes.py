@@ -11,13 +11,12 @@ from app.api.deps import (
     AppState,
     EpisodeServiceDep,
     HeldKeyDep,
+    PageSize,
     ReaderDep,
     SessionDep,
-    SettingsDep,
-    page_size,
 )
 from app.api.fast import Answer, fast_post
-from app.api.params import AgentId, Cursor, Limit, Since, TaskId, TaskType, Until, path_id
+from app.api.params import AgentId, Cursor, Since, TaskId, TaskType, Until, path_id
 from app.core.errors import InvalidInput, error_responses
 from app.schemas.common import stored_ident
 from app.schemas.episode import (
@@ -68,9 +67,9 @@ async def create_episode(
 @router.get("", response_model=EpisodePage, responses=error_responses(401, 422, 503))
 async def list_episodes(
     principal: ReaderDep,
+    size: PageSize,
     service: EpisodeServiceDep,
     session: SessionDep,
-    settings: SettingsDep,
     task_id: TaskId = None,
     agent_id: AgentId = None,
     task_type: TaskType = None,
@@ -82,10 +81,8 @@ async def list_episodes(
     since: Since = None,
     until: Until = None,
     cursor: Cursor = None,
-    limit: Limit = None,
 ) -> EpisodePage:
     """List episodes, newest first, with filters and a keyset cursor."""
-    size = page_size(limit, settings)
     check_window(since, until)
     filters = EpisodeFilters(
         task_id=task_id,

@@ -7,15 +7,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response, status
 
-from app.api.deps import (
-    AgentDep,
-    ReaderDep,
-    SessionDep,
-    SettingsDep,
-    StateDep,
-    page_size,
-)
-from app.api.params import Cursor, EpisodeIdFilter, Limit, Offset, TaskType, path_id
+from app.api.deps import AgentDep, PageSize, ReaderDep, SessionDep, SettingsDep, StateDep
+from app.api.params import Cursor, EpisodeIdFilter, Offset, TaskType, path_id
 from app.core.errors import error_responses
 from app.schemas.common import stored_ident
 from app.schemas.learning import (
@@ -71,12 +64,11 @@ async def reflect(
 @router.get("/reflections", response_model=ReflectionPage, responses=error_responses(401, 422, 503))
 async def list_reflections(
     principal: ReaderDep,
+    size: PageSize,
     session: SessionDep,
-    settings: SettingsDep,
     episode_id: EpisodeIdFilter = None,
     task_type: TaskType = None,
     cursor: Cursor = None,
-    limit: Limit = None,
 ) -> ReflectionPage:
     """Per-episode reflections (memories of type reflection), newest first."""
     return await KnowledgeService(session).reflections(
@@ -84,7 +76,7 @@ async def list_reflections(
         episode_id=episode_id,
         task_type=task_type,
         cursor=cursor,
-        limit=page_size(limit, settings),
+        limit=size,
         now=datetime.now(UTC),
     )
 
@@ -92,6 +84,7 @@ async def list_reflections(
 @router.get("/patterns", response_model=PatternPage, responses=error_responses(401, 422, 503))
 async def list_patterns(
     principal: ReaderDep,
+    size: PageSize,
     session: SessionDep,
     settings: SettingsDep,
     kind: Annotated[PatternKind | None, Query(description="Only this kind; left out: all")] = None,
@@ -109,7 +102,6 @@ async def list_patterns(
         PatternSort, Query(description="Best first by this (default `support`)")
     ] = "support",
     offset: Offset = 0,
-    limit: Limit = None,
 ) -> PatternPage:
     """Mined patterns with at least the minimum support, best first by `sort`."""
     floor = max(min_support or 0, settings.learning.min_support)
@@ -120,15 +112,15 @@ async def list_patterns(
         min_support=floor,
         sort=sort,
         offset=offset,
-        limit=page_size(limit, settings),
+        limit=size,
     )
 
 
 @router.get("/skills", response_model=SkillPage, responses=error_responses(401, 422, 503))
 async def list_skills(
     principal: ReaderDep,
+    size: PageSize,
     session: SessionDep,
-    settings: SettingsDep,
     status: Annotated[
         SkillStatus | None, Query(description="Only this status; left out: all")
     ] = None,
@@ -137,7 +129,6 @@ async def list_skills(
         SkillSort, Query(description="Highest first by this (default `created_at`: newest)")
     ] = "created_at",
     offset: Offset = 0,
-    limit: Limit = None,
 ) -> SkillPage:
     """Skills, filtered by status and task type."""
     return await KnowledgeService(session).skills(
@@ -146,7 +137,7 @@ async def list_skills(
         task_type=task_type,
         sort=sort,
         offset=offset,
-        limit=page_size(limit, settings),
+        limit=size,
     )
 
 
@@ -167,29 +158,27 @@ async def get_skill(skill_id: SkillId, principal: ReaderDep, session: SessionDep
 async def skill_history(
     skill_id: SkillId,
     principal: ReaderDep,
+    size: PageSize,
     session: SessionDep,
-    settings: SettingsDep,
     cursor: Cursor = None,
-    limit: Limit = None,
 ) -> SkillHistory:
     """Every change of the skill, oldest first, with its reason and evidence episodes."""
     skill_id = stored_ident(skill_id, what="skill")
     return await KnowledgeService(session).history(
-        principal.namespace, skill_id, cursor=cursor, limit=page_size(limit, settings)
+        principal.namespace, skill_id, cursor=cursor, limit=size
     )
 
 
 @router.get("/jobs", response_model=JobPage, responses=error_responses(401, 422, 503))
 async def list_jobs(
     principal: ReaderDep,
+    size: PageSize,
     session: SessionDep,
-    settings: SettingsDep,
     status: Annotated[
         JobStatus | None, Query(description="Only this status; left out: all")
     ] = None,
     kind: Annotated[JobKind | None, Query(description="Only this kind; left out: all")] = None,
     cursor: Cursor = None,
-    limit: Limit = None,
 ) -> JobPage:
     """Background jobs, newest first, with the namespace's counts by status."""
     return await JobService(session).list(
@@ -197,7 +186,7 @@ async def list_jobs(
         status=status,
         kind=kind,
         cursor=cursor,
-        limit=page_size(limit, settings),
+        limit=size,
     )
 
 

@@ -13,16 +13,16 @@ from app.api.deps import (
     AgentDep,
     AppState,
     KeptAnswerDep,
+    PageSize,
     ReaderDep,
     SessionDep,
     SettingsDep,
     StateDep,
     WriteSessionDep,
-    page_size,
     replayed,
 )
 from app.api.fast import Answer, fast_post
-from app.api.params import Cursor, Limit, path_id
+from app.api.params import Cursor, path_id
 from app.core.errors import InvalidInput, error_responses
 from app.schemas.common import stored_ident
 from app.schemas.filters import MemoryFilters
@@ -88,6 +88,7 @@ async def create_memory(
 @router.get("", response_model=MemoryPage, responses=error_responses(401, 422, 503))
 async def list_memories(
     principal: ReaderDep,
+    size: PageSize,
     session: SessionDep,
     settings: SettingsDep,
     type_: Annotated[
@@ -111,10 +112,8 @@ async def list_memories(
         ),
     ] = None,
     cursor: Cursor = None,
-    limit: Limit = None,
 ) -> MemoryPage:
     """List memories, newest first, filtered by type, status, sensitivity and scope."""
-    size = page_size(limit, settings)
     scope_filter: dict[str, str] = {}
     for item in scope or []:
         match = _SCOPE_PARAM.match(item)

@@ -11,16 +11,15 @@ from app.api.deps import (
     AgentDep,
     AppState,
     KeptAnswerDep,
+    PageSize,
     ReaderDep,
     SessionDep,
-    SettingsDep,
     StateDep,
     WriteSessionDep,
-    page_size,
     replayed,
 )
 from app.api.fast import Answer, fast_post
-from app.api.params import Cursor, EpisodeIdFilter, Limit, TaskId
+from app.api.params import Cursor, EpisodeIdFilter, TaskId
 from app.core.errors import error_responses
 from app.schemas.recall import RecallRequest, RecallResponse, RewardCreate, RewardPage, RewardRead
 from app.services.access.auth import Principal, Role
@@ -95,13 +94,12 @@ async def create_reward(
 @router.get("/rewards", response_model=RewardPage, responses=error_responses(401, 422, 503))
 async def list_rewards(
     principal: ReaderDep,
+    size: PageSize,
     session: SessionDep,
-    settings: SettingsDep,
     recall_id: Annotated[str | None, Query(description="Only those of this recall id")] = None,
     task_id: TaskId = None,
     episode_id: EpisodeIdFilter = None,
     cursor: Cursor = None,
-    limit: Limit = None,
 ) -> RewardPage:
     """Rewards, newest first."""
     return await RewardService(session).list(
@@ -110,5 +108,5 @@ async def list_rewards(
         task_id=task_id,
         episode_id=episode_id,
         cursor=cursor,
-        limit=page_size(limit, settings),
+        limit=size,
     )

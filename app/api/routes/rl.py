@@ -8,8 +8,8 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
 
-from app.api.deps import ReaderDep, SessionDep, SettingsDep, StateDep, page_size
-from app.api.params import Cursor, Limit, PolicyId, QueryInt, Since, TaskType, Until
+from app.api.deps import PageSize, ReaderDep, SessionDep, SettingsDep, StateDep
+from app.api.params import Cursor, PolicyId, QueryInt, Since, TaskType, Until
 from app.core.errors import error_responses
 from app.schemas.filters import DatasetFilters, check_window
 from app.schemas.recall import TransitionPage
@@ -39,8 +39,8 @@ def _filters(
 )
 async def list_transitions(
     principal: ReaderDep,
+    size: PageSize,
     session: SessionDep,
-    settings: SettingsDep,
     status: Annotated[
         Literal["pending", "completed"] | None,
         Query(description="`pending` (not rewarded yet) or `completed`; left out: both"),
@@ -50,10 +50,8 @@ async def list_transitions(
     policy_id: PolicyId = None,
     task_type: TaskType = None,
     cursor: Cursor = None,
-    limit: Limit = None,
 ) -> TransitionPage:
     """Every transition, pending ones included, oldest first."""
-    size = page_size(limit, settings)
     return await TransitionService(session).list(
         principal.namespace,
         status=status,

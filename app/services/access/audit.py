@@ -58,10 +58,12 @@ async def page(
     cursor: str | None,
     limit: int,
 ) -> AuditPage:
-    rows = await AuditRepository(session).page(
-        namespace=namespace, action=action, before=pagination.after(cursor), limit=limit + 1
+    repo = AuditRepository(session)
+    rows, next_cursor = await pagination.page(
+        lambda key, n: repo.page(namespace=namespace, action=action, before=key, limit=n),
+        cursor=cursor,
+        limit=limit,
     )
-    rows, next_cursor = pagination.cut(rows, limit)
     return AuditPage(
         items=[AuditEventRead.model_validate(r, from_attributes=True) for r in rows],
         next_cursor=next_cursor,

@@ -89,12 +89,12 @@ class KeyService:
     async def list(
         self, principal: Principal, *, namespace: str | None, cursor: str | None, limit: int
     ) -> KeyPage:
-        rows = await self.repo.page(
-            namespace=self._scope(principal, namespace),
-            before=pagination.after(cursor),
-            limit=limit + 1,
+        scope = self._scope(principal, namespace)
+        rows, next_cursor = await pagination.page(
+            lambda key, n: self.repo.page(namespace=scope, before=key, limit=n),
+            cursor=cursor,
+            limit=limit,
         )
-        rows, next_cursor = pagination.cut(rows, limit)
         return KeyPage(items=[to_read(k) for k in rows], next_cursor=next_cursor)
 
     async def revoke(self, principal: Principal, key_id: str) -> KeyRead:

@@ -26,14 +26,13 @@ class TransitionService:
         limit: int,
     ) -> TransitionPage:
         """Every transition, pending ones included, oldest first."""
-        rows = await self.repo.page(
-            namespace,
-            status=status,
-            filters=filters,
-            after=pagination.after(cursor),
-            limit=limit + 1,
+        rows, next_cursor = await pagination.page(
+            lambda key, n: self.repo.page(
+                namespace, status=status, filters=filters, after=key, limit=n
+            ),
+            cursor=cursor,
+            limit=limit,
         )
-        rows, next_cursor = pagination.cut(rows, limit)
         return TransitionPage(
             items=[TransitionRead.model_validate(r, from_attributes=True) for r in rows],
             next_cursor=next_cursor,

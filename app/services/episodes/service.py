@@ -158,7 +158,10 @@ class EpisodeService:
     ) -> EpisodePage:
         """Newest first, with a keyset cursor."""
         repo = EpisodeRepository(session)
-        rows = await repo.list(namespace, filters, after=pagination.after(cursor), limit=limit + 1)
-        rows, next_cursor = pagination.cut(rows, limit)
+        rows, next_cursor = await pagination.page(
+            lambda key, n: repo.list(namespace, filters, after=key, limit=n),
+            cursor=cursor,
+            limit=limit,
+        )
         items = [EpisodeSummary.model_validate(r, from_attributes=True) for r in rows]
         return EpisodePage(items=items, next_cursor=next_cursor)

@@ -176,10 +176,11 @@ class KnowledgeService:
         # A deleted reflection (its episode was deleted, or it was forgotten) is not listed.
         live = ["active", "quarantined", "superseded", "contradicted", "expired"]
         filters = MemoryFilters(types=["reflection"], statuses=live, scope=scope or None)
-        rows = await self.memories.list(
-            namespace, filters, now=now, after=pagination.after(cursor), limit=limit + 1
+        rows, next_cursor = await pagination.page(
+            lambda key, n: self.memories.list(namespace, filters, now=now, after=key, limit=n),
+            cursor=cursor,
+            limit=limit,
         )
-        rows, next_cursor = pagination.cut(rows, limit)
         return ReflectionPage(items=[reflection_read(m) for m in rows], next_cursor=next_cursor)
 
     async def patterns(
@@ -193,16 +194,19 @@ class KnowledgeService:
         offset: int,
         limit: int,
     ) -> PatternPage:
-        rows = await self.pattern_rows.page(
-            namespace,
-            kind=kind,
-            task_type=task_type,
-            min_support=min_support,
-            sort=sort,
+        page, next_offset = await pagination.offset_page(
+            lambda skip, n: self.pattern_rows.page(
+                namespace,
+                kind=kind,
+                task_type=task_type,
+                min_support=min_support,
+                sort=sort,
+                offset=skip,
+                limit=n,
+            ),
             offset=offset,
-            limit=limit + 1,
+            limit=limit,
         )
-        page, next_offset = pagination.cut_offset(rows, offset, limit)
         return PatternPage(items=[pattern_read(p) for p in page], next_offset=next_offset)
 
     async def skills(
@@ -215,10 +219,13 @@ class KnowledgeService:
         offset: int,
         limit: int,
     ) -> SkillPage:
-        rows = await self.skill_rows.page(
-            namespace, status=status, task_type=task_type, sort=sort, offset=offset, limit=limit + 1
+        page, next_offset = await pagination.offset_page(
+            lambda skip, n: self.skill_rows.page(
+                namespace, status=status, task_type=task_type, sort=sort, offset=skip, limit=n
+            ),
+            offset=offset,
+            limit=limit,
         )
-        page, next_offset = pagination.cut_offset(rows, offset, limit)
         return SkillPage(items=[skill_read(s) for s in page], next_offset=next_offset)
 
     async def skill(self, namespace: str, skill_id: str) -> SkillRead:
@@ -231,10 +238,11 @@ class KnowledgeService:
         self, namespace: str, skill_id: str, *, cursor: str | None, limit: int
     ) -> SkillHistory:
         await self.skill(namespace, skill_id)
-        rows = await self.skill_rows.events(
-            namespace, skill_id, after=pagination.after(cursor), limit=limit + 1
+        rows, next_cursor = await pagination.page(
+            lambda key, n: self.skill_rows.events(namespace, skill_id, after=key, limit=n),
+            cursor=cursor,
+            limit=limit,
         )
-        rows, next_cursor = pagination.cut(rows, limit)
         return SkillHistory(
             skill_id=skill_id,
             items=[SkillEventRead.model_validate(e) for e in rows],

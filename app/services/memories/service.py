@@ -126,9 +126,11 @@ class MemoryService:
     ) -> MemoryPage:
         """Newest first, with a keyset cursor."""
         now = datetime.now(UTC)
-        after = pagination.after(cursor)
-        rows = await self.repo.list(namespace, filters, now=now, after=after, limit=limit + 1)
-        rows, next_cursor = pagination.cut(rows, limit)
+        rows, next_cursor = await pagination.page(
+            lambda key, n: self.repo.list(namespace, filters, now=now, after=key, limit=n),
+            cursor=cursor,
+            limit=limit,
+        )
         return MemoryPage(items=[self._read(m, now=now) for m in rows], next_cursor=next_cursor)
 
     async def _transition(

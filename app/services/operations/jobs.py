@@ -125,13 +125,10 @@ class JobService:
         cursor: str | None,
         limit: int,
     ) -> JobPage:
-        rows = await self.repo.page(
-            namespace,
-            status=status,
-            kind=kind,
-            before=pagination.after(cursor),
-            limit=limit + 1,
+        rows, next_cursor = await pagination.page(
+            lambda key, n: self.repo.page(namespace, status=status, kind=kind, before=key, limit=n),
+            cursor=cursor,
+            limit=limit,
         )
-        rows, next_cursor = pagination.cut(rows, limit)
         counts = await self.repo.counts(namespace)
         return JobPage(items=[to_read(j) for j in rows], counts=counts, next_cursor=next_cursor)

@@ -258,16 +258,18 @@ class RewardService:
         cursor: str | None,
         limit: int,
     ) -> RewardPage:
-        after = pagination.after(cursor)
-        rows = await self.rewards.page(
-            namespace,
-            recall_id=recall_id,
-            task_id=task_id,
-            episode_id=episode_id,
-            after=after,
-            limit=limit + 1,
+        rows, next_cursor = await pagination.page(
+            lambda key, n: self.rewards.page(
+                namespace,
+                recall_id=recall_id,
+                task_id=task_id,
+                episode_id=episode_id,
+                after=key,
+                limit=n,
+            ),
+            cursor=cursor,
+            limit=limit,
         )
-        rows, next_cursor = pagination.cut(rows, limit)
         completed = await self.transitions.ids_by_reward(namespace, [r.id for r in rows])
         items = [_read(r, completed[r.id]) for r in rows]
         return RewardPage(items=items, next_cursor=next_cursor)
