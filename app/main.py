@@ -38,7 +38,6 @@ from app.core.tasks import cancel_and_wait
 from app.db.backends import open_backend
 from app.db.migrate import migrate
 from app.embeddings import start_embedder
-from app.embeddings.backlog import Backlog
 from app.learning.signatures import load_rules
 from app.mcp import McpEndpoint
 from app.search import open_search
@@ -50,6 +49,7 @@ from app.services.recall.logs import RecallLogs
 from app.services.writer import Writer
 from app.storage import BlobStore, open_blob_store
 from app.ui import install_ui
+from app.worker.embeddings import Backlog
 from app.worker.runner import Worker
 
 log = logging.getLogger("engram")

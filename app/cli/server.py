@@ -168,7 +168,7 @@ def worker(
     from app.db.engine import Transactions
     from app.db.migrate import migrate as run_migrate
     from app.embeddings import start_embedder
-    from app.embeddings.backlog import Backlog
+    from app.worker.embeddings import Backlog
     from app.worker.runner import Worker
 
     settings = get_settings()

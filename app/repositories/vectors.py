@@ -1,4 +1,4 @@
-"""Memory vectors and the memories waiting for one (`app/embeddings/backlog.py` fills
+"""Memory vectors and the memories waiting for one (`app/worker/embeddings.py` fills
 them, the vector index reads them)."""
 
 from __future__ import annotations

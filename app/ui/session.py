@@ -12,9 +12,6 @@ RequestGuard refuses a request whose Origin is another site's before any route r
 
 from __future__ import annotations
 
-import hashlib
-import secrets
-from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
 from fastapi import Depends, Request, Response
@@ -22,17 +19,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.deps import AppState, client_address
 from app.core.errors import Unauthorized
-from app.models import DashboardSession
-from app.repositories.api_keys import DashboardSessionRepository
-from app.services.access.auth import Principal, Role
+from app.services.access.auth import Principal
+from app.services.access.dashboard_sessions import DashboardSessions
 
 COOKIE = "engram_ui_session"
 PATH = "/ui"
 ENDED = "Your session ended (signed out elsewhere, expired, or its key was revoked): sign in again."
 
 
-def _hash(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
+def _sessions(state: AppState) -> DashboardSessions:
+    return DashboardSessions(state.transactions, hours=state.settings.ui_session_hours)
 
 
 class LoginRequest(BaseModel):
@@ -66,11 +62,10 @@ async def signed_in(request: Request) -> Principal:
             return await state.auth.authenticate(None, client=client_address(request))
         except Unauthorized as exc:
             raise SignInNeeded(None) from exc
-    async with state.transactions.read() as session:
-        key = await DashboardSessionRepository(session).key_of(_hash(token), now=datetime.now(UTC))
-    if key is None:
+    principal = await _sessions(state).principal_of(token)
+    if principal is None:
         raise SignInNeeded(ENDED)
-    return Principal(key.namespace, Role(key.role), key.id, key.max_sensitivity)
+    return principal
 
 
 async def is_open_mode(request: Request) -> bool:
@@ -88,19 +83,12 @@ async def sign_in(request: Request, response: Response, body: LoginRequest) -> P
     set its cookie."""
     state: AppState = request.app.state.engram
     principal = await state.auth.authenticate(body.key, client=client_address(request))
-    assert principal.key_id is not None  # a key was given: never open mode's principal
-    token = secrets.token_urlsafe(32)
-    now = datetime.now(UTC)
-    lasts = timedelta(hours=state.settings.ui_session_hours)
-    row = DashboardSession(
-        id=_hash(token), key_id=principal.key_id, created_at=now, expires_at=now + lasts
-    )
-    async with state.transactions.write() as session:
-        await DashboardSessionRepository(session).open(row, now=now)
+    sessions = _sessions(state)
+    token = await sessions.open(principal)
     response.set_cookie(
         COOKIE,
         token,
-        max_age=int(lasts.total_seconds()),
+        max_age=int(sessions.lasts.total_seconds()),
         path=PATH,
         httponly=True,
         samesite="strict",
@@ -114,9 +102,7 @@ async def sign_out(request: Request, response: Response) -> None:
     clear the cookie."""
     token = request.cookies.get(COOKIE)
     if token:
-        state: AppState = request.app.state.engram
-        async with state.transactions.write() as session:
-            await DashboardSessionRepository(session).close(_hash(token))
+        await _sessions(request.app.state.engram).close(token)
     response.delete_cookie(
         COOKIE, path=PATH, httponly=True, samesite="strict", secure=request.url.scheme == "https"
     )

@@ -16,7 +16,7 @@ from fastapi import FastAPI
 
 from app.core.config import Embeddings, Settings
 from app.embeddings import start_embedder
-from app.embeddings.backlog import Backlog
+from app.worker.embeddings import Backlog
 from tests.conftest import running
 from tests.embeddings.openai_standin import DEFAULT_DIM, StandIn
 from tests.embeddings.test_local import MISSING

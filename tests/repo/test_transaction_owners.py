@@ -20,7 +20,8 @@ OWNERS = {
     "read transaction begun again when the server interrupted it",
     "api/deps.py": "a request's transactions",
     "services/writer/": "the writer's group commits and the orphan sweep",
-    "worker/": "a job's transaction, committed with its completion",
+    "worker/": "a job's transaction, committed with its completion; the embedding backlog "
+    "reads a batch, embeds it outside any transaction, then stores its vectors in one",
     "cli": "a command's transaction",
     "services/access/auth.py": "key lookups shared by the requests waiting for one key; start-up",
     "services/recall/requests.py": "a recall's reads end before its log goes to the writer",
@@ -32,9 +33,8 @@ OWNERS = {
     "services/operations/backup.py": "the backup's snapshot, on a connection of its own",
     "services/operations/restore.py": "the restore's one transaction, on a connection of its own",
     "services/policies/training.py": "a policy job reads its window before its own transaction",
-    "ui/session.py": "the dashboard's sign-ins: a session opened, looked up, closed",
-    "embeddings/backlog.py": "the embedding backlog reads a batch, embeds it outside any "
-    "transaction, then stores its vectors in one",
+    "services/access/dashboard_sessions.py": "the dashboard's sign-ins: a session opened, "
+    "looked up, closed",
 }
 
 

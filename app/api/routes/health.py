@@ -11,9 +11,9 @@ from sqlalchemy import text
 
 from app.api.deps import StateDep, get_principal
 from app.core.errors import AppError
-from app.embeddings.backlog import pending
 from app.schemas.service import Health, Readiness
 from app.services.access.auth import Role
+from app.worker.embeddings import pending
 
 router = APIRouter(tags=["health"])
 log = logging.getLogger("engram.api")
