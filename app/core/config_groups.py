@@ -111,10 +111,13 @@ class Learning(BaseModel):
     poll_interval_s: float = Field(default=0.5, gt=0)
     pass_interval_s: float = Field(default=300.0, ge=0)
     batch_size: int = Field(default=512, ge=1)
-    # A canary recall policy is judged once this many of its recalls are rewarded (rolled
-    # back when their mean falls below the baseline's interval), and promoted after this many.
+    # A canary recall policy is judged once this many of its recalls are rewarded, then
+    # after each reward: promoted when its mean is surely above the others', rolled back
+    # when surely below, a wrong verdict at most canary_alpha likely however often it is
+    # checked. The test is tightest at canary_promote_after of its rewards.
     canary_min_rewards: int = Field(default=50, ge=2)
     canary_promote_after: int = Field(default=500, ge=2)
+    canary_alpha: float = Field(default=0.05, gt=0, lt=1)
     # The API's own worker takes smaller batches: each one holds the event loop.
     api_batch_size: int = Field(default=64, ge=1)
     # While the API serves concurrent writes, its worker waits (up to max_defer_s), then

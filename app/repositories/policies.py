@@ -92,13 +92,17 @@ class PolicyRepository:
         self, namespace: str, *, since: datetime, policy_id: str, other: bool = False
     ) -> list[float]:
         """The rewards of the recalls `policy_id` decided since `since` (with `other`, those
-        the other policies decided)."""
+        the other policies decided), in the order they were rewarded."""
         decided = Transition.policy_id != policy_id if other else Transition.policy_id == policy_id
-        query = select(Transition.reward).where(
-            Transition.namespace == namespace,
-            Transition.status == "completed",
-            Transition.created_at >= since,
-            decided,
+        query = (
+            select(Transition.reward)
+            .where(
+                Transition.namespace == namespace,
+                Transition.status == "completed",
+                Transition.created_at >= since,
+                decided,
+            )
+            .order_by(Transition.completed_at, Transition.id)
         )
         return [float(r) for r in await self.session.scalars(query) if r is not None]
 

@@ -1,6 +1,6 @@
 """Learned recall policies through the API: trained from rewarded recalls, judged
 off-policy, activated only on a `better` verdict (or forced, audited), rolled back when
-the canary's rewards fall below the baseline's interval; bad requests are 4xx."""
+the canary's rewards are surely below the others'; bad requests are 4xx."""
 
 from __future__ import annotations
 

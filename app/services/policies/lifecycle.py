@@ -1,17 +1,16 @@
 """What the policy jobs store: a training's model and evaluation, a new evaluation, and
-the canary's fate (promoted once its rewards hold up, rolled back when they fall below
-the baseline's interval)."""
+the canary's fate (promoted once its rewards are surely better than the others', rolled
+back once they are surely worse)."""
 
 from __future__ import annotations
 
-import math
-import statistics
 from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.config import Learning
+from app.learning import sequential
 from app.models import Policy
 from app.repositories.policies import PolicyRepository
 
@@ -50,18 +49,15 @@ async def store_evaluation(
     return {"policy_id": policy_id, "verdict": row.evaluation.get("verdict")}
 
 
-def _interval(rewards: list[float]) -> tuple[float, float, float]:
-    mean = statistics.fmean(rewards)
-    half = 1.96 * statistics.stdev(rewards) / math.sqrt(len(rewards)) if len(rewards) > 1 else 0.0
-    return mean, mean - half, mean + half
-
-
 async def check_canary(
     session: AsyncSession, namespace: str, *, settings: Learning
 ) -> dict[str, Any]:
-    """Roll the canary back when the mean reward of its recalls falls below the baseline's
-    interval: the recalls the others decided meanwhile, or (when it decides them all) the
-    baseline's estimate in its evaluation. Promote it once enough recalls held up."""
+    """Promote the canary once its rewards are surely better than the others', roll it
+    back once they are surely worse; else leave it deciding its share. "Surely": by
+    confidence sequences (app/learning/sequential.py), so that checking after every
+    reward does not make a wrong verdict likelier than `canary_alpha`. The others are the
+    recalls the other policies decided meanwhile or, when it decides them all,
+    baseline_v0's estimate in the canary's evaluation."""
     repo = PolicyRepository(session)
     deciding = await repo.deciding(namespace)
     canary = next((r for r in deciding if r.status == "canary"), None)
@@ -73,31 +69,37 @@ async def check_canary(
     others = await repo.outcomes(
         namespace, since=canary.activated_at, policy_id=canary.id, other=True
     )
+    alpha, tight_at = settings.canary_alpha, settings.canary_promote_after
     if len(others) >= settings.canary_min_rewards:
-        _, low, high = _interval(others)
+        verdict, bound, other = sequential.compare(mine, others, alpha=alpha, tight_at=tight_at)
+        low, high = other.low, other.high
         source = f"the {len(others)} recalls the others decided meanwhile"
     else:
         estimate = ((canary.evaluation or {}).get("estimates") or {}).get("baseline", {}).get("dr")
         if estimate is None:
             return {"policy_id": canary.id, "rewards": len(mine), "baseline": None}
         low, high = estimate["low"], estimate["high"]
+        verdict, bound = sequential.against(mine, low, high, alpha=alpha, tight_at=tight_at)
         source = "baseline_v0's estimate in its evaluation"
-    mean = statistics.fmean(mine)
     now = datetime.now(UTC)
-    figures = f"mean reward {mean:.4f} over {len(mine)} recalls; {source}: [{low:.4f}, {high:.4f}]"
-    if mean < low:
+    figures = (
+        f"mean reward {bound.mean:.4f} [{bound.low:.4f}, {bound.high:.4f}] over {len(mine)} "
+        f"recalls; {source}: [{low:.4f}, {high:.4f}]"
+    )
+    found = {"policy_id": canary.id, "rewards": len(mine), "mean": bound.mean, "low": bound.low}
+    if verdict == "worse":
         _set(canary, "retired", now, f"rolled back: {figures}")
         canary.retired_at = now
-        return {"policy_id": canary.id, "rolled_back": True, "mean": mean, "low": low}
-    if len(mine) >= settings.canary_promote_after:
-        for other in deciding:
-            if other.status == "active":
-                _set(other, "retired", now, f"replaced by {canary.id}")
-                other.retired_at = now
+        return found | {"rolled_back": True}
+    if verdict == "better":
+        for other_row in deciding:
+            if other_row.status == "active":
+                _set(other_row, "retired", now, f"replaced by {canary.id}")
+                other_row.retired_at = now
         _set(canary, "active", now, f"promoted: {figures}")
         canary.canary_share = None
-        return {"policy_id": canary.id, "promoted": True, "mean": mean, "low": low}
-    return {"policy_id": canary.id, "rewards": len(mine), "mean": mean, "low": low}
+        return found | {"promoted": True}
+    return found
 
 
 def _set(row: Policy, status: str, now: datetime, reason: str) -> None:
