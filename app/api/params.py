@@ -6,7 +6,7 @@ import re
 from typing import Annotated, Any
 
 from fastapi import Path, Query
-from pydantic import BeforeValidator
+from pydantic import BeforeValidator, Field
 
 from app.schemas.common import Timestamp
 
@@ -15,34 +15,33 @@ _WHEN = "ISO 8601 with a timezone, e.g. 2026-01-31T12:00:00Z"
 _DIGITS = re.compile(r"-?[0-9]+")
 
 
-def _digits(value: Any) -> Any:
+def digits(value: Any) -> Any:
     """A query's integer as written: digits only (no spaces, signs of plus, or decimals)."""
     if isinstance(value, str) and not _DIGITS.fullmatch(value):
         raise ValueError("an integer, written with digits only")
     return value
 
 
-# An integer of a query string: "422 " is refused, as the document's `integer` says.
-QueryInt = Annotated[int, BeforeValidator(_digits)]
+# An integer of a query string: "422 " is refused, as the document's `integer` says. Its
+# bounds go before the validator, or the document would show them as pydantic's own
+# words (`ge`) rather than JSON Schema's (`minimum`).
+PositiveInt = Annotated[int, Field(ge=1), BeforeValidator(digits)]
 
 Cursor = Annotated[
     str | None,
     Query(description="The `next_cursor` of the previous page; leave out for the first page"),
 ]
 Limit = Annotated[
-    QueryInt | None,
+    PositiveInt | None,
     Query(
-        ge=1,
         description="Items per page, from 1 to ENGRAM_LIMITS__MAX_PAGE_SIZE (200 by default; "
         "more is a 422); left out: ENGRAM_LIMITS__DEFAULT_PAGE_SIZE (50 by default)",
         examples=[50],
     ),
 ]
 Offset = Annotated[
-    QueryInt,
+    Annotated[int, Field(ge=0, le=1_000_000), BeforeValidator(digits)],
     Query(
-        ge=0,
-        le=1_000_000,
         description="Items to skip, 0 to 1,000,000: the previous page's `next_offset`",
         examples=[0],
     ),

@@ -39,3 +39,20 @@ async def test_openapi_document(client: httpx.AsyncClient) -> None:
         assert path in doc["paths"]
     assert doc["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
     assert (await client.get("/docs")).status_code == 200
+
+
+def keys(node: Any) -> set[str]:
+    if isinstance(node, dict):
+        return set(node).union(*(keys(value) for value in node.values()))
+    if isinstance(node, list):
+        return set().union(*(keys(item) for item in node))
+    return set()
+
+
+async def test_bounds_are_written_in_json_schemas_words(client: httpx.AsyncClient) -> None:
+    """`minimum`/`maximum`, which generators read, never pydantic's own `ge`/`le`."""
+    doc = (await client.get("/openapi.json")).json()
+    assert not keys(doc) & {"ge", "le", "gt", "lt"}
+    episodes = doc["paths"]["/v1/episodes"]["get"]["parameters"]
+    (limit,) = [p["schema"] for p in episodes if p["name"] == "limit"]
+    assert {"type": "integer", "minimum": 1} in limit["anyOf"]

@@ -7,9 +7,10 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
+from pydantic import BeforeValidator, Field
 
 from app.api.deps import PageSize, ReaderDep, SessionDep, SettingsDep, StateDep
-from app.api.params import Cursor, PolicyId, QueryInt, Since, TaskType, Until
+from app.api.params import Cursor, PolicyId, Since, TaskType, Until, digits
 from app.core.errors import error_responses
 from app.schemas.filters import DatasetFilters, check_window
 from app.schemas.recall import TransitionPage
@@ -93,10 +94,8 @@ async def download_dataset(
         str | None, Query(description="From the `Link: rel=next` of the previous download")
     ] = None,
     limit: Annotated[
-        QueryInt,
+        Annotated[int, Field(ge=1, le=MAX_EXPORT), BeforeValidator(digits)],
         Query(
-            ge=1,
-            le=MAX_EXPORT,
             description="Transitions per download, 1 to 100,000 (default 10,000); the "
             "candidates table has a row per candidate of each",
             examples=[10_000],
