@@ -20,6 +20,14 @@ without exploration.
 
 --tree runs the server of another checkout (say `git archive HEAD` unpacked), to compare
 two versions on the same seeds.
+
+    python -m bench.policy --world noise [--seeds 10] [--epsilon 0.1] [--share 0.1]
+
+runs the inert world instead (rewards are pure noise: no policy is better): per seed, a
+policy trained on --logged recalls is activated as a canary for --share of the recalls
+as a user would (409 unless its verdict is better), --online recalls follow, and the
+table says where it ended; then the same with the activation forced, which puts the
+canary's own sequential test to work.
 """
 
 from __future__ import annotations
@@ -41,7 +49,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.server import EngramServer
-from tests.system.policy_drive import Proof, estimate, prove, without_exploration
+from tests.system.policy_drive import OnNoise, Proof, estimate, on_noise, prove, without_exploration
 from tests.system.simulate import settle
 
 # Student's t, 97.5th percentile, by degrees of freedom (the normal's beyond 30).
@@ -193,6 +201,66 @@ async def one_seed(seed: int, args: argparse.Namespace) -> tuple[Proof, tuple[di
     return proof, refusal
 
 
+async def noise_seed(seed: int, args: argparse.Namespace, *, force: bool) -> OnNoise:
+    with tempfile.TemporaryDirectory(prefix="engram-bench-") as tmp:
+        server = EngramServer(
+            Path(tmp),
+            ENGRAM_LOG_REQUESTS="false",
+            ENGRAM_RECALL__SEED=str(seed),
+            ENGRAM_RECALL__EPSILON=str(args.epsilon),
+            tree=args.tree,
+        ).start()
+        try:
+            async with httpx.AsyncClient(base_url=server.url, timeout=120) as client:
+                return await on_noise(
+                    client,
+                    seed=seed,
+                    logged=args.logged,
+                    online=args.online,
+                    wait=lambda: settle(client, timeout=600),
+                    share=args.share,
+                    force=force,
+                    concurrency=args.concurrency,
+                )
+        finally:
+            server.stop()
+
+
+def noise_table(runs: list[tuple[OnNoise, OnNoise]]) -> str:
+    rows = [
+        "| seed | verdict | activation | status after | forced run: verdict, canary's recalls, status after |",
+        "|---:|---|---:|---|---|",
+    ]
+    for plain, forced in runs:
+        rows.append(
+            f"| {plain.seed} | {plain.verdict} | {plain.activated} | {plain.status} | "
+            f"{forced.verdict}, {forced.recalls}, {forced.status} |"
+        )
+    kept = [p.status in ("active", "canary") for p, _ in runs]
+    better = [r.verdict == "better" for pair in runs for r in pair]
+    promoted = [f.status == "active" for _, f in runs]
+    rows += [
+        "",
+        f"- as a user would: the learned policy ended active or a canary in {share(kept)} seeds",
+        f"- verdict `better` on noise: {share(better)} trainings",
+        f"- forced canaries promoted on noise: {share(promoted)}",
+    ]
+    return "\n".join(rows)
+
+
+async def noise(args: argparse.Namespace) -> None:
+    runs = []
+    started = time.perf_counter()
+    for seed in range(args.first_seed, args.first_seed + args.seeds):
+        plain = await noise_seed(seed, args, force=False)
+        forced = await noise_seed(seed, args, force=True)
+        runs.append((plain, forced))
+        print(f"seed {seed}: {plain} / forced {forced}", file=sys.stderr)
+    print(f"`{' '.join(['python -m bench.policy', *sys.argv[1:]])}`")
+    print(f"({time.perf_counter() - started:.0f} s)\n")
+    print(noise_table(runs))
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seeds", type=int, default=10)
@@ -204,7 +272,12 @@ async def main() -> None:
     parser.add_argument("--off", type=int, default=400)
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--tree", type=Path, default=None, help="run this checkout's server")
+    parser.add_argument("--world", choices=("notes", "noise"), default="notes")
+    parser.add_argument("--share", type=float, default=0.1, help="canary share (noise world)")
     args = parser.parse_args()
+    if args.world == "noise":
+        await noise(args)
+        return
     proofs, refusals = [], []
     started = time.perf_counter()
     for seed in range(args.first_seed, args.first_seed + args.seeds):

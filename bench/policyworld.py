@@ -23,6 +23,9 @@ from lists per effect that share a type (helpful notes are mostly facts and pref
 neutral ones tool memories and document references, stale ones reflections and project
 states).
 
+The inert world (`PolicyWorld(seed, inert=True)`) is the same world whose notes change
+nothing: every reward is the base plus noise, so no policy can be better than another.
+
 The shifted world (`PolicyWorld(seed, shifted=True)`) is the same kind of world on other
 tasks, where the low-confidence notes are the right ones: the decoy and the stale notes
 help, and the confident hidden note is stale. A policy that learned "trust confident
@@ -135,12 +138,14 @@ class PolicyWorld:
         neutral: int = 3,
         stale: int = 2,
         shifted: bool = False,
+        inert: bool = False,
         noise: float = NOISE,
         base: float = BASE,
     ) -> None:
         assert 1 <= task_types <= len(TASKS) // 2
         self.seed = seed
         self.shifted = shifted
+        self.inert = inert
         self.noise = noise
         self.base = base
         self.budget = BUDGET
@@ -191,6 +196,8 @@ class PolicyWorld:
             effect = 0.0 if kind == "neutral" else _uniform(rng, HELPFUL)
             if kind == "harmful":
                 effect = _uniform(rng, HARMFUL)
+            if self.inert:
+                effect = 0.0  # the notes look as they do elsewhere, and change nothing
             # The look of a note (its confidence, its type) follows the unshifted kind.
             looks = self._kind(role, shifted=False)
             notes.append(

@@ -118,6 +118,9 @@ class Learning(BaseModel):
     canary_min_rewards: int = Field(default=50, ge=2)
     canary_promote_after: int = Field(default=500, ge=2)
     canary_alpha: float = Field(default=0.05, gt=0, lt=1)
+    # A canary that has shown no difference after this many rewards goes back (retired):
+    # it is not better by enough to matter.
+    canary_max_rewards: int = Field(default=2000, ge=2)
     # The API's own worker takes smaller batches: each one holds the event loop.
     api_batch_size: int = Field(default=64, ge=1)
     # While the API serves concurrent writes, its worker waits (up to max_defer_s), then

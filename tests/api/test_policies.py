@@ -201,3 +201,24 @@ async def test_bad_requests_are_clear(app: FastAPI, client: httpx.AsyncClient) -
     policy = await trained(app, client)
     assert policy["status"] == "failed"
     assert "rewarded recalls" in policy["error"]
+
+
+async def test_a_canary_that_shows_no_difference_goes_back(
+    app: FastAPI, client: httpx.AsyncClient, settings: Settings
+) -> None:
+    """On rewards that are pure noise, a canary forced into service is neither promoted
+    nor kept forever: after canary_max_rewards without a verdict it is retired."""
+    settings.learning.canary_max_rewards = 30
+    effects = dict.fromkeys(await world(client), 0.0)
+    rng = random.Random(11)
+    await run(client, effects, 200, rng)
+    policy = await trained(app, client)
+    body = {"canary_share": 0.5, "force": True, "reason": "try it on noise"}
+    r = await client.post(f"/v1/policies/{policy['id']}/activate", json=body)
+    assert r.status_code == 200, r.text
+    decided = [p for p, _ in await run(client, effects, 100, rng)]
+    assert decided.count(policy["id"]) >= 30
+    await drain(app)
+    after = (await client.get(f"/v1/policies/{policy['id']}")).json()
+    assert after["status"] == "retired", after
+    assert after["status_reason"].startswith("rolled back, no difference shown"), after

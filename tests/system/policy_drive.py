@@ -242,3 +242,50 @@ async def without_exploration(
     assert logs.explored == 0, "the server explores"
     policy = await train(client, wait, **logs.window())
     return policy["evaluation"], (await activate(client, policy["id"])).status_code
+
+
+@dataclass
+class OnNoise:
+    """A seed of the inert world: what the evaluator and the canary made of pure noise."""
+
+    seed: int
+    verdict: str
+    activated: int
+    status: str  # the policy's status after the online recalls
+    recalls: int  # online recalls it decided
+
+
+async def on_noise(
+    client: httpx.AsyncClient,
+    *,
+    seed: int,
+    logged: int,
+    online: int,
+    wait: Wait,
+    share: float,
+    force: bool = False,
+    concurrency: int = 1,
+) -> OnNoise:
+    """Log baseline_v0 on the inert world, train, ask to activate a canary for `share` of
+    the recalls (`force`: whatever the verdict, to put the canary's own test to work),
+    make `online` more, and report where the policy ended."""
+    world = PolicyWorld(seed, inert=True)
+    await plant(client, world)
+    logs = await run(client, world, n=logged, seed=seed, concurrency=concurrency)
+    learned = await train(client, wait, **logs.window())
+    body: dict[str, Any] = {"canary_share": share}
+    if force:
+        body |= {"force": True, "reason": "the canary's test on pure noise"}
+    response = await client.post(f"/v1/policies/{learned['id']}/activate", json=body)
+    online_log = await run(
+        client, world, n=online, seed=seed, concurrency=concurrency, start=logged
+    )
+    await wait()
+    policy = ok(await client.get(f"/v1/policies/{learned['id']}"))
+    return OnNoise(
+        seed=seed,
+        verdict=learned["evaluation"]["verdict"],
+        activated=response.status_code,
+        status=policy["status"],
+        recalls=online_log.count(learned["id"]),
+    )

@@ -99,6 +99,10 @@ async def check_canary(
         _set(canary, "active", now, f"promoted: {figures}")
         canary.canary_share = None
         return found | {"promoted": True}
+    if len(mine) >= settings.canary_max_rewards:
+        _set(canary, "retired", now, f"rolled back, no difference shown: {figures}")
+        canary.retired_at = now
+        return found | {"rolled_back": True}
     return found
 
 
