@@ -3,10 +3,11 @@ bench/policyworld.py, over several seeds, each against the real server (SQLite +
 its own worker).
 
 Per seed: baseline_v0 explores (--epsilon) for --logged rewarded recalls; a policy is
-trained on them and evaluated off-policy on the held-out share; it is activated for every
-recall (canary share 1) and decides --online more. Then a shifted workload (the
-low-confidence notes are the right ones) is logged by baseline_v0 for --shifted recalls,
-and a policy trained the same way is evaluated on it. A second server that never explores
+trained on them and evaluated off-policy by cross-fitting; it is activated as a canary for
+--share of the recalls (1 by default) and --online more follow; the table says where it
+ended (a canary is promoted once surely better) and after how many rewarded recalls. Then
+a shifted workload (the low-confidence notes are the right ones) is logged by baseline_v0
+for --shifted recalls, and a policy trained the same way is evaluated on it. A second server that never explores
 logs --off recalls, and the policy trained on them is evaluated too.
 
 Printed as markdown: per seed, then the true mean reward per recall of both policies (mean
@@ -16,7 +17,7 @@ policy's true online value, and what the evaluator said of the shift and of the 
 without exploration.
 
     python -m bench.policy [--seeds 10] [--epsilon 0.4] [--logged 2000] [--online 400]
-        [--shifted 1000] [--off 400] [--concurrency 4] [--tree DIR]
+        [--shifted 1000] [--off 400] [--concurrency 4] [--share 1] [--tree DIR]
 
 --tree runs the server of another checkout (say `git archive HEAD` unpacked), to compare
 two versions on the same seeds.
@@ -154,6 +155,13 @@ def table(
         + f"the learned choice {interval([p.shifted_learned_true for p in proofs])}; "
         + "activation refused (409) in "
         + share([p.shifted_activated == 409 for p in proofs]),
+        "- the learned policy after its online recalls: "
+        + ", ".join(
+            f"{status} {share([p.status == status for p in proofs])}"
+            for status in sorted({p.status for p in proofs})
+        )
+        + "; promoted after (rewarded recalls, logged and online): "
+        + (", ".join(str(p.promoted_after) for p in proofs if p.promoted_after) or "none"),
         "- exploration off: verdict refused in "
         + share([e["verdict"] == "refused" for e, _ in refusals])
         + ", activation refused (409) in "
@@ -181,6 +189,7 @@ async def one_seed(seed: int, args: argparse.Namespace) -> tuple[Proof, tuple[di
                     shifted=args.shifted,
                     wait=lambda: settle(client, timeout=600),
                     concurrency=args.concurrency,
+                    share=args.share,
                 )
         finally:
             server.stop()
@@ -273,11 +282,13 @@ async def main() -> None:
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--tree", type=Path, default=None, help="run this checkout's server")
     parser.add_argument("--world", choices=("notes", "noise"), default="notes")
-    parser.add_argument("--share", type=float, default=0.1, help="canary share (noise world)")
+    parser.add_argument("--share", type=float, default=None, help="canary share")
     args = parser.parse_args()
     if args.world == "noise":
+        args.share = 0.1 if args.share is None else args.share
         await noise(args)
         return
+    args.share = 1.0 if args.share is None else args.share
     proofs, refusals = [], []
     started = time.perf_counter()
     for seed in range(args.first_seed, args.first_seed + args.seeds):

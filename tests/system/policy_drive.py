@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -33,8 +34,20 @@ class Log:
     since: datetime = field(default_factory=lambda: datetime.now(UTC))
     until: datetime | None = None
 
+    order: list[str] = field(default_factory=list)  # the deciding policy, recall by recall
+
     def add(self, policy: str, value: float) -> None:
         self.values.setdefault(policy, []).append(value)
+        self.order.append(policy)
+
+    def until_nth(self, policy: str, n: int) -> int:
+        """How many recalls were made up to the policy's n-th."""
+        seen = 0
+        for i, decided in enumerate(self.order, start=1):
+            seen += decided == policy
+            if seen == n:
+                return i
+        return len(self.order)
 
     def mean(self, policy: str) -> float:
         """The mean true value of the policy's recalls."""
@@ -174,6 +187,8 @@ class Proof:
     shifted_learned_true: float  # what the learned choice is worth there (the world says)
     shifted: dict[str, Any]  # the evaluation of a policy trained the same way, on the shift
     shifted_activated: int  # the status of its activation after that evaluation
+    status: str = ""  # the learned policy's status after its online recalls
+    promoted_after: int | None = None  # rewarded recalls, logged and online, when promoted
 
     def improvement_covered(self) -> bool:
         """The improvement's interval, by the verdict's estimator, holds the true gain (an
@@ -197,17 +212,26 @@ async def prove(
     shifted: int,
     wait: Wait,
     concurrency: int = 1,
+    share: float = 1.0,
 ) -> Proof:
-    """Log baseline_v0 on the world, train, activate, run the learned policy; then log the
-    shifted world and evaluate a policy trained the same way on it."""
+    """Log baseline_v0 on the world, train, activate for `share` of the recalls, run the
+    learned policy; then log the shifted world and evaluate a policy trained the same way
+    on it."""
     world = PolicyWorld(seed)
     await plant(client, world)
     logs = await run(client, world, n=logged, seed=seed, concurrency=concurrency)
     learned = await train(client, wait, **logs.window())
-    response = await activate(client, learned["id"])
+    response = await activate(client, learned["id"], share=share)
     online_log = await run(
         client, world, n=online, seed=seed, concurrency=concurrency, start=logged
     )
+    await wait()
+    policy = ok(await client.get(f"/v1/policies/{learned['id']}"))
+    promoted_after = None
+    found = re.search(r"over (\d+) recalls", policy.get("status_reason") or "")
+    if policy["status"] == "active" and found:
+        # Promoted on its n-th reward: the recalls made until then, logged and online.
+        promoted_after = logged + online_log.until_nth(learned["id"], int(found[1]))
     if response.status_code == 200:
         ok(await client.post(f"/v1/policies/{learned['id']}/retire"))
 
@@ -228,6 +252,8 @@ async def prove(
         shifted_learned_true=other.mean_value("learned"),
         shifted=shifted_eval,
         shifted_activated=refused.status_code,
+        status=policy["status"],
+        promoted_after=promoted_after,
     )
 
 
