@@ -60,7 +60,11 @@ T975 += [2.05, 2.04]
 
 
 def interval(values: Sequence[float]) -> str:
-    """mean [low, high]: the 95% interval of the mean over seeds."""
+    """mean [low, high]: the 95% interval of the mean over seeds (those that have one: a
+    policy refused never decided, its value is nan)."""
+    values = [v for v in values if not math.isnan(v)]
+    if not values:
+        return "none"
     mean = statistics.fmean(values)
     if len(values) < 2:
         return f"{mean:.3f}"
@@ -299,7 +303,8 @@ async def main() -> None:
         print(
             f"seed {seed}: baseline {proof.baseline_true:.3f}, learned "
             f"{proof.learned_true:.3f} ({proof.evaluation['verdict']}), shifted "
-            f"{proof.shifted['verdict']}, no exploration {refusal[0]['verdict']} "
+            f"{proof.shifted['verdict']}, no exploration {refusal[0]['verdict']}; ended "
+            f"{proof.status}, promoted after {proof.promoted_after} "
             f"({time.perf_counter() - t:.0f} s)",
             file=sys.stderr,
         )
