@@ -53,10 +53,13 @@ class PolicyEvaluate(Window):
 class PolicyActivate(Strict):
     """Put a policy to work on a share of the recalls, as a canary."""
 
-    model_config = ConfigDict(json_schema_extra={"examples": [{"canary_share": 0.1}]})
+    model_config = ConfigDict(json_schema_extra={"examples": [{"canary_share": 0.5}]})
 
+    # Half: a policy activated on a `better` verdict proves itself online within about a
+    # hundred recalls (bench.policy --share), and is rolled back by the canary's test
+    # if it does worse.
     canary_share: float = Field(
-        default=0.1,
+        default=0.5,
         gt=0,
         le=1,
         description="The share of recalls it decides (the rest: the active one)",
