@@ -174,15 +174,20 @@ def table(
     return "\n".join(rows)
 
 
+def _server(path: Path, seed: int, epsilon: float, tree: Path | None) -> EngramServer:
+    """A seeded server of the tree (this checkout's by default) exploring at epsilon."""
+    return EngramServer(
+        path,
+        ENGRAM_LOG_REQUESTS="false",
+        ENGRAM_RECALL__SEED=str(seed),
+        ENGRAM_RECALL__EPSILON=str(epsilon),
+        tree=tree,
+    ).start()
+
+
 async def one_seed(seed: int, args: argparse.Namespace) -> tuple[Proof, tuple[dict[str, Any], int]]:
     with tempfile.TemporaryDirectory(prefix="engram-bench-") as tmp:
-        server = EngramServer(
-            Path(tmp) / "on",
-            ENGRAM_LOG_REQUESTS="false",
-            ENGRAM_RECALL__SEED=str(seed),
-            ENGRAM_RECALL__EPSILON=str(args.epsilon),
-            tree=args.tree,
-        ).start()
+        server = _server(Path(tmp) / "on", seed, args.epsilon, args.tree)
         try:
             async with httpx.AsyncClient(base_url=server.url, timeout=120) as client:
                 proof = await prove(
@@ -197,13 +202,7 @@ async def one_seed(seed: int, args: argparse.Namespace) -> tuple[Proof, tuple[di
                 )
         finally:
             server.stop()
-        server = EngramServer(
-            Path(tmp) / "off",
-            ENGRAM_LOG_REQUESTS="false",
-            ENGRAM_RECALL__SEED=str(seed),
-            ENGRAM_RECALL__EPSILON="0",
-            tree=args.tree,
-        ).start()
+        server = _server(Path(tmp) / "off", seed, 0.0, args.tree)
         try:
             async with httpx.AsyncClient(base_url=server.url, timeout=120) as client:
                 refusal = await without_exploration(
@@ -216,13 +215,7 @@ async def one_seed(seed: int, args: argparse.Namespace) -> tuple[Proof, tuple[di
 
 async def noise_seed(seed: int, args: argparse.Namespace, *, force: bool) -> OnNoise:
     with tempfile.TemporaryDirectory(prefix="engram-bench-") as tmp:
-        server = EngramServer(
-            Path(tmp),
-            ENGRAM_LOG_REQUESTS="false",
-            ENGRAM_RECALL__SEED=str(seed),
-            ENGRAM_RECALL__EPSILON=str(args.epsilon),
-            tree=args.tree,
-        ).start()
+        server = _server(Path(tmp), seed, args.epsilon, args.tree)
         try:
             async with httpx.AsyncClient(base_url=server.url, timeout=120) as client:
                 return await on_noise(
