@@ -88,12 +88,8 @@ class Judge:
             proc.steps, proc.lcb, proc.success_rate, base
         )
 
-    def worth_a_skill(self, proc: Procedure | None, base: float) -> bool:
-        return (
-            proc is not None
-            and proc.support >= self.settings.skill_min_support
-            and self.beats_base(proc, base)
-        )
+    def worth_a_skill(self, proc: Procedure, base: float) -> bool:
+        return proc.support >= self.settings.skill_min_support and self.beats_base(proc, base)
 
 
 def extends(skill: Skill, proc: Procedure, settings: Learning) -> bool:

@@ -75,9 +75,7 @@ async def create_memory(
         memory_id = keyed_id(namespace, "memory", key)
     row = memory_row(namespace, memory_id or uuid7(), data, now=now)
     row |= {"type": data.type.value, "scope": dict(data.scope)}
-    result = await writer.submit(
-        CreateMemory(key=(namespace, row["id"]), row=row, client_id=memory_id is not None)
-    )
+    result = await writer.submit(CreateMemory.of(row, client_id=memory_id is not None))
     stored = result.row
     mean = stored["reward_sum"] / stored["reward_count"] if stored["reward_count"] else None
     status = status_at(stored["status"], stored["valid_until"], now=now)

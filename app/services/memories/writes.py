@@ -37,6 +37,10 @@ class CreateMemory(Command[Replayed]):
     row: dict[str, Any]
     client_id: bool
 
+    @classmethod
+    def of(cls, row: dict[str, Any], *, client_id: bool) -> CreateMemory:
+        return cls(key=(row["namespace"], row["id"]), row=row, client_id=client_id)
+
 
 @dataclass
 class Memories:

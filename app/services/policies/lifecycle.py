@@ -88,25 +88,26 @@ async def check_canary(
     )
     found = {"policy_id": canary.id, "rewards": len(mine), "mean": bound.mean, "low": bound.low}
     if verdict == "worse":
-        _set(canary, "retired", now, f"rolled back: {figures}")
-        canary.retired_at = now
+        retire(canary, now, f"rolled back: {figures}")
         return found | {"rolled_back": True}
     if verdict == "better":
         for other_row in deciding:
             if other_row.status == "active":
-                _set(other_row, "retired", now, f"replaced by {canary.id}")
-                other_row.retired_at = now
-        _set(canary, "active", now, f"promoted: {figures}")
+                retire(other_row, now, f"replaced by {canary.id}")
+        canary.status = "active"
+        canary.status_reason = f"promoted: {figures}"
+        canary.updated_at = now
         canary.canary_share = None
         return found | {"promoted": True}
     if len(mine) >= settings.canary_max_rewards:
-        _set(canary, "retired", now, f"rolled back, no difference shown: {figures}")
-        canary.retired_at = now
+        retire(canary, now, f"rolled back, no difference shown: {figures}")
         return found | {"rolled_back": True}
     return found
 
 
-def _set(row: Policy, status: str, now: datetime, reason: str) -> None:
-    row.status = status
+def retire(row: Policy, now: datetime, reason: str) -> None:
+    """The policy stops deciding, with the reason."""
+    row.status = "retired"
     row.status_reason = reason
+    row.retired_at = now
     row.updated_at = now

@@ -25,6 +25,7 @@ from app.schemas.policy import (
 from app.services.access import audit
 from app.services.access.auth import Principal
 from app.services.operations.jobs import POLICY_EVALUATE, POLICY_TRAIN, enqueue
+from app.services.policies.lifecycle import retire
 
 LEARNED_DESCRIPTION = (bandit.__doc__ or "").strip()
 
@@ -187,7 +188,7 @@ class PolicyService:
         now = datetime.now(UTC)
         for other in await self.repo.deciding(namespace):
             if other.status == "canary" and other.id != row.id:
-                _retire(other, now, f"replaced as the canary by {row.id}")
+                retire(other, now, f"replaced as the canary by {row.id}")
         row.status = "canary"
         row.canary_share = body.canary_share
         row.activated_at = now
@@ -220,18 +221,11 @@ class PolicyService:
         row = await self._row(namespace, policy_id, lock=True)
         if row.status in ("training", "failed", "retired"):
             raise Conflict(f"policy {policy_id!r} is {row.status}: nothing to retire")
-        _retire(row, datetime.now(UTC), "retired by request")
+        retire(row, datetime.now(UTC), "retired by request")
         await audit.record(
             self.session, action="policy.retire", namespace=namespace, actor=actor, target=policy_id
         )
         return read(row, self.recall)
-
-
-def _retire(row: Policy, now: datetime, reason: str) -> None:
-    row.status = "retired"
-    row.status_reason = reason
-    row.retired_at = now
-    row.updated_at = now
 
 
 def _iso(moment: datetime | None) -> str | None:

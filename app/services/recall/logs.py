@@ -28,6 +28,10 @@ class LogRecall(Command[None]):
     row: dict[str, Any]
     selected: list[str]
 
+    @classmethod
+    def of(cls, row: dict[str, Any], *, selected: list[str]) -> LogRecall:
+        return cls(key=(row["namespace"], row["id"]), row=row, selected=selected)
+
 
 @dataclass
 class Logs:

@@ -279,7 +279,5 @@ class RecallService:
 
     async def log(self, choice: Choice) -> RecallResponse:
         """Log the decision as a transition (through the writer's group commit)."""
-        transition = choice.transition
-        key = (transition["namespace"], transition["id"])
-        await self.writer.submit(LogRecall(key=key, row=transition, selected=choice.selected))
+        await self.writer.submit(LogRecall.of(choice.transition, selected=choice.selected))
         return choice.response

@@ -89,9 +89,3 @@ class Batch:
 
     parts: dict[Writes[Any, Any], Any] = field(default_factory=dict)
     results: list[tuple[asyncio.Future[Any], Any]] = field(default_factory=list)
-
-    def part(self, handler: Writes[Any, P]) -> P:
-        if handler not in self.parts:
-            self.parts[handler] = handler.part()
-        part: P = self.parts[handler]
-        return part

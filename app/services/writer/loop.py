@@ -174,7 +174,7 @@ class Writer(Commands):
             groups.setdefault(self._handler_of[type(cmd)], []).append(cmd)
         batch = Batch({h: h.part() for h in self._handlers if h in groups})
         try:
-            if self._direct_writes and all(self._handler_of[type(c)].direct(c) for c in commands):
+            if self._direct_writes and all(h.direct(c) for h, cs in groups.items() for c in cs):
                 done = self._decide(batch, commands)
                 dialect = self._engine.dialect
                 await write_direct(

@@ -66,13 +66,11 @@ def _memory(memory_id: str) -> dict[str, Any]:
 
 
 async def log_recall(writer: Writer, row: dict[str, Any], *, selected: list[str]) -> None:
-    await writer.submit(LogRecall(key=(row["namespace"], row["id"]), row=row, selected=selected))
+    await writer.submit(LogRecall.of(row, selected=selected))
 
 
 async def create_memory(writer: Writer, row: dict[str, Any], *, client_id: bool) -> Replayed:
-    return await writer.submit(
-        CreateMemory(key=(row["namespace"], row["id"]), row=row, client_id=client_id)
-    )
+    return await writer.submit(CreateMemory.of(row, client_id=client_id))
 
 
 def _writer(app: FastAPI) -> Writer:

@@ -23,11 +23,11 @@ def _rounds(ns: str) -> list[list[CreateMemory | LogRecall]]:
     and use the memories (one twice), one of another task and one of no task."""
 
     def memory(mid: str) -> CreateMemory:
-        return CreateMemory(key=(ns, mid), row=_memory(mid) | {"namespace": ns}, client_id=False)
+        return CreateMemory.of(_memory(mid) | {"namespace": ns}, client_id=False)
 
     def log(tid: str, task: str | None, selected: list[str], **changes: Any) -> LogRecall:
         row = _transition(tid, task, **changes) | {"namespace": ns}
-        return LogRecall(key=(ns, tid), row=row, selected=selected)
+        return LogRecall.of(row, selected=selected)
 
     later = NOW + timedelta(seconds=5)
     return [
