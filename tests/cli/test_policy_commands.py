@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
+from app.schemas.policy import PolicyActivate
 from tests.cli.test_client_commands import KEY, engram, ok, together
 from tests.client.policy_seed import log_recalls
 from tests.server import EngramServer, serving
@@ -161,5 +162,6 @@ def test_without_exploration_activation_is_refused_with_the_reason(
         forced = ok(
             engram(server, "policy", "activate", policy_id, "--force", "--reason", "operator call")
         )
-        assert forced.strip() == f"policy {policy_id} is canary, deciding 10% of recalls"
+        share = round(100 * PolicyActivate.model_fields["canary_share"].default)
+        assert forced.strip() == f"policy {policy_id} is canary, deciding {share}% of recalls"
         assert "forced: operator call" in ok(engram(server, "policy", "show", policy_id))
