@@ -149,6 +149,9 @@ class Learning(BaseModel):
     skill_min_lcb: float = Field(default=0.2, ge=0, le=1)
     activate_lcb: float = Field(default=0.2, ge=0, le=1)
     step_share: float = Field(default=0.8, gt=0, le=1)
+    # What this share of the successes did, though the procedure does not need it (a
+    # commit at the end, `npm ci` first), is shown as an optional step (unset: never).
+    habit_share: float | None = Field(default=0.5, gt=0, le=1)
     window: int = Field(default=300, ge=10)
     retire_after_uses: int = Field(default=10, ge=1)
     retire_below: float = Field(default=0.3, ge=0, le=1)

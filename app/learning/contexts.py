@@ -83,6 +83,7 @@ def _partition(
     *,
     min_support: int,
     step_share: float,
+    habit_share: float | None,
     fixes: Mapping[str, str] | None,
 ) -> ContextPlan | None:
     groups: dict[Context | None, list[EpisodeView]] = {}
@@ -95,7 +96,10 @@ def _partition(
         return None  # one group at most could have a procedure: nothing to compare
     procs: dict[Context | None, Procedure] = {}
     for key, group in groups.items():
-        proc = derive(group, min_support=min_support, step_share=step_share, fixes=fixes)
+        proc = derive(
+            group, min_support=min_support, step_share=step_share, habit_share=habit_share,
+            fixes=fixes,
+        )  # fmt: skip
         if proc is not None:
             procs[key] = proc
     if len({p.steps for p in procs.values()}) < 2:
@@ -113,6 +117,7 @@ def plan(
     *,
     min_support: int,
     step_share: float,
+    habit_share: float | None = None,
     fixes: Mapping[str, str] | None = None,
     detect_support: int | None = None,
 ) -> ContextPlan:
@@ -123,7 +128,10 @@ def plan(
     by default), fewer than a skill needs: once the contexts' procedures are seen to
     differ, the part they share is no general procedure, even before each context has
     the successes its own skill needs (the caller holds each group to its threshold)."""
-    general = derive(window, min_support=min_support, step_share=step_share, fixes=fixes)
+    general = derive(
+        window, min_support=min_support, step_share=step_share, habit_share=habit_share,
+        fixes=fixes,
+    )  # fmt: skip
     wins = [e for e in window if e.success]
     best = ContextPlan(general=general, score=_score([general] if general else []))
     detect = min(detect_support or min_support, min_support)
@@ -133,8 +141,9 @@ def plan(
     for size in range(1, MAX_PAIR + 1):
         for chosen in combinations(sorted(fields), size):
             found = _partition(
-                window, chosen, min_support=detect, step_share=step_share, fixes=fixes
-            )
+                window, chosen, min_support=detect, step_share=step_share,
+                habit_share=habit_share, fixes=fixes,
+            )  # fmt: skip
             # Strictly more: a pair must explain more than either of its fields alone.
             if found is not None and found.score > best.score:
                 best = found

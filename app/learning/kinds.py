@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -44,10 +44,9 @@ UNSEEN_WEIGHT = 0.3
 # kind's prompts (a young kind's only just) and hardly reach it against another kind's.
 # Where two kinds are in reach, the better one wins.
 MEANING_FLOOR = 0.35
-# A kind of fewer prompts than this has no skill yet; a prompt filed under it is answered
-# with what the nearest established kind learned, if that kind scores at least NEAR_SHARE
-# of the threshold ("please take google to 5.2" beside the provider bumps).
-ESTABLISHED = 3
+# A prompt filed under a kind that has no skill yet is answered with what the nearest
+# established kind learned, if that kind scores at least NEAR_SHARE of the threshold
+# ("please take google to 5.2" beside the provider bumps).
 NEAR_SHARE = 0.5
 MEANING_SPAN = 0.5
 _WORD = re.compile(r"[a-z][a-z0-9]*(?:[-'][a-z0-9]+)*")
@@ -202,18 +201,21 @@ def nearest_established(
     kind: Kind,
     kinds: Sequence[Kind],
     *,
+    taught: Collection[str],
     threshold: float,
     vector: Vector | None = None,
 ) -> Kind | None:
-    """For a prompt filed under `kind` while it is too young to have a skill, the
-    established kind of the project it comes closest to (at least NEAR_SHARE of the
-    threshold); None when `kind` is established or no other kind is near."""
-    if kind.prompts >= ESTABLISHED:
+    """For a prompt filed under `kind` while it has no skill to hand out, the established
+    kind of the project (one of `taught`, the ids of the kinds that have one) it comes
+    closest to (at least NEAR_SHARE of the threshold); None when `kind` is established or
+    no established kind is near. However many prompts a kind has, it is not established
+    until it learned something: a young kind's prompts are answered by its neighbour's."""
+    if kind.id in taught:
         return None
     others = [k for k in kinds if k.id != kind.id]  # the words' weights without the young kind
     best, best_score = None, NEAR_SHARE * threshold
     for other in others:
-        if other.prompts < ESTABLISHED:
+        if other.id not in taught:
             continue
         c = score(terms, other, kinds=others, vector=vector)
         if c > best_score or (c == best_score and best is not None and other.id < best.id):

@@ -7,14 +7,16 @@ ordered by how often each comes before the others (the successes done right the 
 time count most); a step's `on_error` is the action
 that most often followed its failures in successful episodes. It is then measured on
 the whole window: support (episodes that performed its steps in order), success rate,
-mean reward and the Wilson lower bound of the success rate.
+mean reward and the Wilson lower bound of the success rate. Its optional steps, what most
+successes did that the procedure does not need (a habit such as committing at the end),
+are shown in their place and never required.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from app.learning.mining import wilson_lcb, wilson_ucb
@@ -39,17 +41,24 @@ class EpisodeView:
 
 @dataclass(frozen=True, slots=True)
 class Procedure:
-    steps: tuple[str, ...]
+    steps: tuple[str, ...]  # what it needs, in order: what it is matched and measured by
     on_error: dict[str, str] = field(default_factory=dict)
     support: int = 0
     successes: int = 0
     mean_reward: float | None = None
     lcb: float = 0.0
     evidence: tuple[str, ...] = ()
+    # The steps as they are shown: `steps` with the optional ones in their place (empty:
+    # none are optional).
+    shown: tuple[str, ...] = ()
 
     @property
     def success_rate(self) -> float:
         return self.successes / self.support if self.support else 0.0
+
+    @property
+    def optional(self) -> frozenset[str]:
+        return frozenset(self.shown) - frozenset(self.steps)
 
 
 def contains_in_order(actions: Sequence[str], steps: Sequence[str]) -> bool:
@@ -85,9 +94,7 @@ def _order(steps: set[str], wins: Sequence[EpisodeView]) -> tuple[str, ...]:
     position: Counter[str] = Counter()
     for e in wins:
         weight = 1 if e.repaired else FIRST_TIME_WEIGHT
-        first: dict[str, int] = {}
-        for i, action in enumerate(e.actions):
-            first.setdefault(action, i)
+        first = _firsts(e)
         for a in steps:
             position[a] += weight * first.get(a, len(e.actions))
             for b in steps:
@@ -95,6 +102,14 @@ def _order(steps: set[str], wins: Sequence[EpisodeView]) -> tuple[str, ...]:
                     before[(a, b)] += weight
     score = {a: sum(1 for b in steps if before[(a, b)] > before[(b, a)]) for a in steps}
     return tuple(sorted(steps, key=lambda a: (-score[a], position[a], a)))
+
+
+def _firsts(e: EpisodeView) -> dict[str, int]:
+    """Where each action of the episode was first done."""
+    first: dict[str, int] = {}
+    for i, action in enumerate(e.actions):
+        first.setdefault(action, i)
+    return first
 
 
 def recoveries_of(steps: Sequence[str], wins: Sequence[EpisodeView]) -> dict[str, str]:
@@ -131,6 +146,7 @@ def derive(
     *,
     min_support: int,
     step_share: float,
+    habit_share: float | None = None,
     fixes: Mapping[str, str] | None = None,
 ) -> Procedure | None:
     """The procedure the window's successful episodes share, measured on the window.
@@ -143,6 +159,11 @@ def derive(
     action that recovered it) is that step's `on_error`, not a step of its own. Until one
     success was done right the first time there is no procedure: tasks put right in a
     later turn show what was needed, not in what order.
+
+    An action done (and not failed) in at least `habit_share` of the successes, nearly
+    always at the same place among the steps (`step_share` of the times), that is not a
+    step is an optional one: shown there, never required (by the support, or of a
+    follower).
     """
     wins = [e for e in window if e.success]
     if len(wins) < min_support or all(e.repaired for e in wins):
@@ -162,7 +183,42 @@ def derive(
         return None
     steps = _order(chosen, wins)
     on_error = {**recoveries_of(steps, wins), **{a: f for a, f in known.items() if a in chosen}}
-    return measure(steps, window, on_error=on_error)
+    proc = measure(steps, window, on_error=on_error)
+    habits = _habits(wins, steps, habit_share, step_share) if habit_share is not None else {}
+    for fixed in known.values():
+        habits.pop(fixed, None)
+    if not habits:
+        return proc
+    shown: list[str] = []
+    for slot in range(len(steps) + 1):
+        shown.extend(_order({h for h, at in habits.items() if at == slot}, wins))
+        shown.extend(steps[slot : slot + 1])
+    return replace(proc, shown=tuple(shown))
+
+
+def _habits(
+    wins: Sequence[EpisodeView], steps: Sequence[str], share: float, same_place: float
+) -> dict[str, int]:
+    """The actions other than the steps done (not failed: a first try that was corrected
+    is no habit) in at least `share` of the successes, at the same place among the steps
+    in at least `same_place` of those: each with its place (the steps before it). An
+    action done anywhere, now here, now there, is no habit."""
+    done: Counter[str] = Counter()
+    places: dict[str, Counter[int]] = {}
+    for e in wins:
+        first = _firsts(e)
+        for i, (action, status) in enumerate(zip(e.actions, e.statuses, strict=True)):
+            if status != "ok" or action in steps or first[action] != i:
+                continue
+            done[action] += 1
+            place = sum(1 for step in steps if first.get(step, i) < i)
+            places.setdefault(action, Counter())[place] += 1
+    out = {}
+    for action, n in done.items():
+        place, m = places[action].most_common(1)[0]
+        if n >= share * len(wins) and m >= same_place * n:
+            out[action] = place
+    return out
 
 
 def unneeded(

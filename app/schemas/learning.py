@@ -180,6 +180,10 @@ class SkillStep(BaseModel):
     on_error: str | None = Field(
         default=None, description="The action that recovered when it failed; null: none known"
     )
+    optional: bool = Field(
+        default=False,
+        description="Most successes did it, but those without it did as well: shown, not required",
+    )
 
 
 class SkillRead(BaseModel):

@@ -192,6 +192,8 @@ async def _learn_release(client: httpx.AsyncClient) -> dict[str, Any]:
         version = f"1.{i}.0"
         # Half the sessions leave the tests out and fail at the push.
         calls = _release(sid, version)
+        if i % 2 == 0:  # a habit: the linter before the tests, in every other session
+            calls.insert(3, _bash("uv run ruff check app", sid, SHOP))
         if i % 3 == 2:
             calls = [c for c in calls if "pytest" not in str(c.get("tool_input"))][:-1] + [
                 _bash("git push origin main --tags", sid, SHOP, fail="rejected: CI failed")
@@ -212,11 +214,23 @@ async def test_a_learned_skill_comes_back_as_commands_in_its_project_only(
     sid = str(uuid.uuid4())
     answer = await _turn(client, "can you tag and ship 2.0.0?", [], sid=sid, cwd=SHOP, stop=False)
     text = answer["hookSpecificOutput"]["additionalContext"]
-    wanted = ["uv run pytest -q <path>", "git tag <version>", "git push origin main --tags"]
+    wanted = [
+        "uv run ruff check app (optional",
+        "uv run pytest -q <path>",
+        "git tag <version>",
+        "git push origin main --tags",
+    ]
     positions = [text.find(w) for w in wanted]
     assert all(p >= 0 for p in positions), text
     assert positions == sorted(positions)
     assert "project shop" in text
+    # The habit is shown, in its place, and not required of the skill's followers.
+    lint = {"action": "uv run ruff check app", "on_error": None, "optional": True}
+    assert lint in skill["steps"]
+    assert (
+        skill["steps"].index(lint)
+        == [s["action"] for s in skill["steps"]].index("uv run pytest -q <path>") - 1
+    )
     # The turn's episode applied the skill it was handed: learning credits it with the turn.
     episode = (await _episodes(client, sid))[0]
     assert episode["skills_applied"] == [skill["id"]]
@@ -233,12 +247,15 @@ async def test_a_prompt_near_a_learned_kind_gets_its_skill_until_its_own_kind_le
     skill = await _learn_release(client)
     # Too far from the releases to join their kind (a cover of 0.19, the threshold 0.3),
     # near enough to be answered with what they learned.
-    sid = str(uuid.uuid4())
-    answer = await _turn(client, "version 2.1.0 of the api", [], sid=sid, cwd=SHOP, stop=False)
-    assert "git tag <version>" in answer["hookSpecificOutput"]["additionalContext"]
-    episode = (await _episodes(client, sid))[0]
-    assert episode["task_type"] not in ("shop/release", None)
-    assert episode["skills_applied"] == [skill["id"]]
+    # However often it is asked: its kind has learned nothing of its own yet.
+    for n in range(4):
+        sid = str(uuid.uuid4())
+        ask = f"version 2.{n}.0 of the api"
+        answer = await _turn(client, ask, [], sid=sid, cwd=SHOP, stop=False)
+        assert "git tag <version>" in answer["hookSpecificOutput"]["additionalContext"]
+        episode = (await _episodes(client, sid))[0]
+        assert episode["task_type"] not in ("shop/release", None)
+        assert episode["skills_applied"] == [skill["id"]]
     # Other work is answered with nothing of the releases, and so is another project.
     for prompt, cwd in [("add a column to the orders table", SHOP), ("version 2.1.0", WEB)]:
         other = str(uuid.uuid4())

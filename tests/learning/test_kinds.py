@@ -7,6 +7,7 @@ import numpy as np
 
 from app.learning.kinds import (
     Kind,
+    Vector,
     add_prompt,
     closest,
     goes_on,
@@ -158,12 +159,23 @@ def test_a_young_kind_is_answered_as_the_nearest_established_kind() -> None:
     asked = _unit(0.45, 0.1, 0.9)  # cosine 0.44 to the provider bumps: short of joining them
     add_prompt(take, terms, asked)
     kinds = [provider, deploy, take]
+    taught = {"0", "1"}  # the kinds with a skill to hand out
+
+    def near(vector: Vector, taught: set[str] = taught) -> Kind | None:
+        return nearest_established(
+            terms, take, kinds, taught=taught, threshold=THRESHOLD, vector=vector
+        )
+
     assert closest(terms, [provider, deploy], threshold=THRESHOLD, vector=asked)[0] is None
-    assert nearest_established(terms, take, kinds, threshold=THRESHOLD, vector=asked) is provider
+    assert near(asked) is provider
     # Nothing near: no answer borrowed.
     far = _unit(0.1, 0.1, 1)
-    assert nearest_established(terms, take, kinds, threshold=THRESHOLD, vector=far) is None
-    # Once established, a kind answers for itself.
-    for _ in range(2):
+    assert near(far) is None
+    # Its own prompts do not make it established: a young kind answers as its neighbour
+    # until it has learned a skill of its own.
+    for _ in range(4):
         add_prompt(take, terms, asked)
-    assert nearest_established(terms, take, kinds, threshold=THRESHOLD, vector=asked) is None
+    assert near(asked) is provider
+    assert near(asked, {"0", "1", "2"}) is None
+    # A neighbour without a skill lends nothing.
+    assert near(asked, {"1"}) is None

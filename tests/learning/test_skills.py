@@ -431,3 +431,60 @@ def test_an_agents_skill_beats_going_without_by_its_rate_and_a_task_types_by_its
     # Not when going without does about as well.
     judge.counterfactual = followed + [ep(f"o{i}", steps[1:], success=i < 14) for i in range(17)]
     assert not judge.beats(steps, lcb, rate, 12 / 17)
+
+
+# --- optional steps -------------------------------------------------------------------------
+
+
+def with_habit(
+    window: list[EpisodeView], action: str, *, share: float, seed: int
+) -> list[EpisodeView]:
+    """The window with `action` done at the end of `share` of its episodes, successes and
+    failures alike: a habit the outcome does not depend on (a commit after the work)."""
+    rng = random.Random(seed)
+    out = []
+    for e in window:
+        if rng.random() < share:
+            e = EpisodeView(e.id, (*e.actions, action), (*e.statuses, "ok"), e.success, e.reward)
+        out.append(e)
+    return out
+
+
+def test_a_habit_at_the_same_place_is_an_optional_step_never_required() -> None:
+    window = with_habit(world(200, seed=3), "commit", share=0.7, seed=3)
+    assert not derive(window, min_support=5, step_share=0.8).shown  # (none asked for)
+    proc = derive(window, min_support=5, step_share=0.8, habit_share=0.5)
+    assert proc is not None
+    assert proc.steps == PROCEDURE  # not needed: the episodes without it do as well
+    assert proc.shown == (*PROCEDURE, "commit")
+    assert proc.optional == {"commit"}
+    # Measured on what it needs: the successes that did not commit count too.
+    assert proc.support == measure(PROCEDURE, window).support
+    assert proc.support > measure((*PROCEDURE, "commit"), window).support
+    # Done in fewer than habit_share of the successes, it is not shown.
+    assert derive(window, min_support=5, step_share=0.8, habit_share=0.8).shown == ()
+
+
+def test_an_action_done_anywhere_or_failed_first_is_no_habit() -> None:
+    # "x" is in 80% of the episodes, but anywhere among the steps; "b_fix" is done in
+    # most successes, but only after b failed (b's recovery, not a habit); "c_try" is a
+    # first try that fails right before c, in most episodes that do c.
+    window = world(200, seed=4, b_fails=0.7)
+    rng = random.Random(4)
+    tried = []
+    for e in window:
+        if "c" in e.actions and rng.random() < 0.6:
+            at = e.actions.index("c")
+            e = EpisodeView(
+                e.id,
+                (*e.actions[:at], "c_try", *e.actions[at:]),
+                (*e.statuses[:at], "error", *e.statuses[at:]),
+                e.success,
+                e.reward,
+            )
+        tried.append(e)
+    assert min(share_of_wins_with(a, tried) for a in ("x", "b_fix", "c_try")) >= 0.5
+    proc = derive(tried, min_support=5, step_share=0.8, habit_share=0.5, fixes={"b": "b_fix"})
+    assert proc is not None
+    assert proc.steps == PROCEDURE
+    assert proc.shown == ()

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import Enum
 
 import numpy as np
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.ids import uuid7
 from app.db.engine import Transactions
@@ -30,6 +32,7 @@ from app.learning.kinds import (
 )
 from app.learning.outcomes import FAILURE, from_reply
 from app.models import TaskKind
+from app.repositories.skills import SkillRepository
 from app.repositories.task_kinds import TaskKindRepository
 
 GENERAL = "general"
@@ -161,9 +164,21 @@ class TaskKinds:
                 row = next(r for r in rows if r.id == best.id)
                 add_prompt(best, terms, vector)
             store(row, best, model, now)
-            near = nearest_established(terms, best, kinds, threshold=self.threshold, vector=vector)
+            taught = await _taught(session, namespace, project, kinds)
+            near = nearest_established(
+                terms, best, kinds, taught=taught, threshold=self.threshold, vector=vector
+            )
         like = task_type_of(project, near.name) if near is not None else None
         return Filed(task_type_of(project, best.name), like)
+
+
+async def _taught(
+    session: AsyncSession, namespace: str, project: str, kinds: Sequence[Kind]
+) -> set[str]:
+    """The ids of the project's kinds that have an active skill to hand out."""
+    skills = await SkillRepository(session).active_with_prefix(namespace, task_type_of(project, ""))
+    types = {s.task_type for s in skills}
+    return {k.id for k in kinds if task_type_of(project, k.name) in types}
 
 
 def kind_of(row: TaskKind, model: str | None) -> Kind:

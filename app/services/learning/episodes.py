@@ -26,6 +26,7 @@ from app.repositories.skills import SkillRepository
 from app.services.learning.lessons import AGENTS, KindLessons
 from app.services.learning.references import Reference, References
 from app.services.learning.skill_credit import TaskCredits, credit_skill
+from app.services.learning.skill_rules import actions
 from app.services.memories.rows import new_memory
 
 MAX_EVIDENCE = 20
@@ -117,7 +118,7 @@ class LearningService:
         )
         for skill in await self.skills.of_type(namespace, task_type):
             if skill.status == "active" and not skill.trigger.get("context"):
-                return baseline_of(rows), [s["action"] for s in skill.steps]
+                return baseline_of(rows), actions(skill)
         best = await self.episodes.shortest_success(namespace, task_type or None, among=50)
         reference = actions_of(best) if best is not None else None
         return baseline_of(rows), reference

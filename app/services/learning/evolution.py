@@ -113,6 +113,7 @@ class EvolutionPass:
             episodes,
             min_support=s.skill_min_support,
             step_share=s.step_share,
+            habit_share=s.habit_share,
             fixes=fixes(recoveries),
             detect_support=s.min_support,
         )
@@ -162,7 +163,7 @@ class EvolutionPass:
     ) -> None:
         followers = [e for e in window if skill.id in e.skills or skill.name in e.skills]
         found = unneeded(actions(skill), followers, min_support=s.min_support)
-        if not found or len(skill.steps) < 2:
+        if not found or len(actions(skill)) < 2:
             return
         step, without = found[0]
         measured = measure([a for a in actions(skill) if a != step], window)

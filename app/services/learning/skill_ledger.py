@@ -136,7 +136,8 @@ class SkillLedger:
         )
 
     async def refine(self, skill: Skill, proc: Procedure, now: datetime, *, why: str) -> None:
-        """New steps ("steps") or the same with recoveries learned ("recoveries")."""
+        """New steps ("steps"), or the same with recoveries learned ("recoveries") or other
+        optional steps ("optional steps")."""
         before = skill.steps
         skill.steps = skill_steps(proc)
         skill.version += 1
@@ -146,7 +147,10 @@ class SkillLedger:
         self.measure(skill, proc, now)
         if skill.status == "active":
             await self._publish(skill, now)
-        reason = "the steps recent successes share changed" if steps else "learned recoveries"
+        reason = {
+            "steps": "the steps recent successes share changed",
+            "recoveries": "learned recoveries",
+        }.get(why, "the optional steps recent successes share changed")
         self.event(
             skill,
             "refined",

@@ -28,7 +28,12 @@ RECOVERY_SUPPORT = 2  # successful episodes a recovery is seen in before a skill
 
 
 def actions(skill: Skill) -> list[str]:
-    return [s["action"] for s in skill.steps]
+    """The steps a skill needs, in order (its optional ones are only shown)."""
+    return [s["action"] for s in skill.steps if not s.get("optional")]
+
+
+def optional(skill: Skill) -> tuple[str, ...]:
+    return tuple(s["action"] for s in skill.steps if s.get("optional"))
 
 
 def known_recoveries(skill: Skill) -> dict[str, str]:
@@ -36,7 +41,13 @@ def known_recoveries(skill: Skill) -> dict[str, str]:
 
 
 def skill_steps(procedure: Procedure) -> list[dict[str, Any]]:
-    return [{"action": a, "on_error": procedure.on_error.get(a)} for a in procedure.steps]
+    """A procedure's steps as a skill stores them: its optional ones marked."""
+    out: list[dict[str, Any]] = []
+    for a in procedure.shown or procedure.steps:
+        out.append({"action": a, "on_error": procedure.on_error.get(a)})
+        if a in procedure.optional:
+            out[-1]["optional"] = True
+    return out
 
 
 def context_of(skill: Skill) -> dict[str, str]:
@@ -121,7 +132,8 @@ def similar_generic(live: list[Skill], proc: Procedure, settings: Learning) -> S
 def settled(skill: Skill, proc: Procedure, settings: Learning) -> tuple[Procedure, str] | None:
     """What a skill becomes given the procedure just derived for it, and why: new steps
     if they do clearly better or extend its own ("steps"), or its steps with the
-    recoveries learned since ("recoveries"); None when it stays as it is."""
+    recoveries learned since ("recoveries") or the optional steps the successes now show
+    ("optional steps"); None when it stays as it is."""
     merged = {**known_recoveries(skill), **proc.on_error}
     if tuple(actions(skill)) != proc.steps:
         if proc.lcb > skill.lcb + REFINE_MARGIN or extends(skill, proc, settings):
@@ -129,6 +141,8 @@ def settled(skill: Skill, proc: Procedure, settings: Learning) -> tuple[Procedur
         return None
     if known_recoveries(skill) != merged:
         return replace(proc, on_error=merged), "recoveries"
+    if optional(skill) != tuple(a for a in proc.shown if a in proc.optional):
+        return proc, "optional steps"
     return None
 
 

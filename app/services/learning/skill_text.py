@@ -14,7 +14,8 @@ def describe(skill: Skill) -> str:
     parts = []
     for i, step in enumerate(skill.steps, 1):
         fix = f" (if it fails: {step['on_error']})" if step.get("on_error") else ""
-        parts.append(f"{i}. {step['action']}{fix}")
+        usual = " (optional)" if step.get("optional") else ""
+        parts.append(f"{i}. {step['action']}{usual}{fix}")
     context = describe_context(skill.trigger.get("context") or {})
     when = f" when {context}" if context else ""
     return (
@@ -42,6 +43,7 @@ def describe_commands(skill: Skill) -> str:
     for i, step in enumerate(skill.steps, 1):
         fix = step.get("on_error")
         then = f" (if it fails: {fix}, then run it again)" if fix else ""
-        lines.append(f"  {i}. {step['action']}{then}")
+        usual = " (optional: usually done, not needed)" if step.get("optional") else ""
+        lines.append(f"  {i}. {step['action']}{usual}{then}")
     lines.append("  (<version>, <path>, <name>, <text>, <n>: this task's own values)")
     return "\n".join(lines)

@@ -58,6 +58,7 @@ class ReflectResult(Response):
 class SkillStep(Response):
     action: str = Field(description="The step's action")
     on_error: str | None = Field(default=None, description="What to do when it fails")
+    optional: bool = Field(default=False, description="Usually done, not needed: shown only")
 
 
 class SkillRead(Response):
