@@ -201,8 +201,8 @@ def _habits(
 ) -> dict[str, int]:
     """The actions other than the steps done (not failed: a first try that was corrected
     is no habit) in at least `share` of the successes, at the same place among the steps
-    in at least `same_place` of those: each with its place (the steps before it). An
-    action done anywhere, now here, now there, is no habit."""
+    in at least `same_place` of those done right the first time: each with its place (the
+    steps before it). An action done anywhere, now here, now there, is no habit."""
     done: Counter[str] = Counter()
     places: dict[str, Counter[int]] = {}
     for e in wins:
@@ -211,12 +211,15 @@ def _habits(
             if status != "ok" or action in steps or first[action] != i:
                 continue
             done[action] += 1
-            place = sum(1 for step in steps if first.get(step, i) < i)
-            places.setdefault(action, Counter())[place] += 1
+            if not e.repaired:  # (put right later: the fix came after it, wherever it goes)
+                place = sum(1 for step in steps if first.get(step, i) < i)
+                places.setdefault(action, Counter())[place] += 1
     out = {}
     for action, n in done.items():
+        if n < share * len(wins) or action not in places:
+            continue
         place, m = places[action].most_common(1)[0]
-        if n >= share * len(wins) and m >= same_place * n:
+        if m >= same_place * places[action].total():
             out[action] = place
     return out
 

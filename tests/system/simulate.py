@@ -96,7 +96,9 @@ async def recall_skill(
     for memory in response.json()["selected"]:
         meta = memory.get("metadata") or {}
         if memory["type"] == "skill" and meta.get("steps"):
-            steps = [s["action"] for s in meta["steps"]]
+            # The steps it needs: the simulated agent does what a skill marks optional
+            # (usually done, not needed) only if it would have anyway.
+            steps = [s["action"] for s in meta["steps"] if not s.get("optional")]
             fixes = {s["action"]: s["on_error"] for s in meta["steps"] if s.get("on_error")}
             greedy = memory["probability"] >= GREEDY
             return Recalled(steps, fixes, meta.get("name"), meta.get("trigger") or {}, greedy)
@@ -209,10 +211,11 @@ async def skills_by_context(
 
 
 async def learned_steps(client: httpx.AsyncClient) -> dict[str, list[str]]:
-    """The steps of each task type's active generic skill."""
+    """The steps of each task type's active generic skill (those it needs)."""
     found: dict[str, list[str]] = {}
     skills = (await client.get("/v1/skills", params={"status": "active", "limit": 200})).json()
     for skill in skills["items"]:
         if not skill["trigger"].get("context") and not skill["parent_ids"]:
-            found.setdefault(skill["task_type"], [s["action"] for s in skill["steps"]])
+            needed = [s["action"] for s in skill["steps"] if not s.get("optional")]
+            found.setdefault(skill["task_type"], needed)
     return found
