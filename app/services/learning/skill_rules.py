@@ -132,7 +132,7 @@ def similar_generic(live: list[Skill], proc: Procedure, settings: Learning) -> S
 def settled(skill: Skill, proc: Procedure, settings: Learning) -> tuple[Procedure, str] | None:
     """What a skill becomes given the procedure just derived for it, and why: new steps
     if they do clearly better or extend its own ("steps"), or its steps with the
-    recoveries learned since ("recoveries") or the optional steps the successes now show
+    recoveries learned since ("recoveries") or an optional step the successes now show
     ("optional steps"); None when it stays as it is."""
     merged = {**known_recoveries(skill), **proc.on_error}
     if tuple(actions(skill)) != proc.steps:
@@ -141,7 +141,7 @@ def settled(skill: Skill, proc: Procedure, settings: Learning) -> tuple[Procedur
         return None
     if known_recoveries(skill) != merged:
         return replace(proc, on_error=merged), "recoveries"
-    if optional(skill) != tuple(a for a in proc.shown if a in proc.optional):
+    if proc.optional - set(optional(skill)):  # (one that dropped below goes with new steps)
         return proc, "optional steps"
     return None
 
