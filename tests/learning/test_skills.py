@@ -4,6 +4,7 @@ split by context and retire."""
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -11,6 +12,7 @@ from app.learning.mining import wilson_lcb, wilson_ucb
 from app.learning.skills import (
     MAX_EVIDENCE,
     EpisodeView,
+    Procedure,
     contains_in_order,
     context_split,
     derive,
@@ -488,3 +490,29 @@ def test_an_action_done_anywhere_or_failed_first_is_no_habit() -> None:
     assert proc is not None
     assert proc.steps == PROCEDURE
     assert proc.shown == ()
+
+
+def test_a_skill_needs_its_steps_shows_its_optional_ones_and_takes_new_ones() -> None:
+    from app.core.config import Learning
+    from app.models import Skill
+    from app.services.learning.skill_rules import actions, settled, skill_steps
+
+    proc = Procedure(("a", "b", "c"), on_error={"b": "b_fix"}, support=20, successes=18)
+    shown = replace(proc, shown=("setup", "a", "b", "c", "commit"))
+    stored = skill_steps(shown)
+    assert stored == [
+        {"action": "setup", "on_error": None, "optional": True},
+        {"action": "a", "on_error": None},
+        {"action": "b", "on_error": "b_fix"},
+        {"action": "c", "on_error": None},
+        {"action": "commit", "on_error": None, "optional": True},
+    ]
+    skill = Skill(steps=stored, lcb=0.7, success_rate=0.9)
+    assert actions(skill) == ["a", "b", "c"]  # what followers are matched and measured by
+    settings = Learning()
+    assert settled(skill, shown, settings) is None
+    # One optional step more: a new version; one fewer: not before the steps change.
+    more = replace(proc, shown=("setup", "lint", "a", "b", "c", "commit"))
+    assert settled(skill, more, settings) == (more, "optional steps")
+    assert settled(skill, replace(proc, shown=("a", "b", "c", "commit")), settings) is None
+    assert settled(skill, proc, settings) is None
