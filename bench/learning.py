@@ -92,10 +92,9 @@ async def curve(episodes: int, after_break: int, block: int) -> Panel:
             f"  precision {p:.2f} recall {r:.2f}"
         )
     print(f"after the break, {broken} hides {world.task_type(broken).procedure}")
-    for s in skills:
-        print(
-            f"  {s['name']:<18} {s['status']:<9} v{s['version']} uses {s['uses']:>4}  {[x['action'] for x in s['steps']]}"
-        )
+    for s in skills:  # an optional step ends in "?"
+        steps = [x["action"] + ("?" if x.get("optional") else "") for x in s["steps"]]
+        print(f"  {s['name']:<18} {s['status']:<9} v{s['version']} uses {s['uses']:>4}  {steps}")
     return Panel(
         "One procedure per task type: success per block of episodes (simulated agents)",
         rows,
