@@ -37,6 +37,12 @@ class EpisodeView:
     skills: tuple[str, ...] = ()
     # An agent's task that failed in one turn and was put right in a later one (steps.py).
     repaired: bool = False
+    # Where each turn after the first begins in `actions` (an agent's turns, merged).
+    turns: tuple[int, ...] = ()
+
+    def turn_of(self, index: int) -> int:
+        """The turn (0 for the first) the action at `index` was done in."""
+        return sum(1 for start in self.turns if start <= index)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +95,8 @@ def _order(steps: set[str], wins: Sequence[EpisodeView]) -> tuple[str, ...]:
     """The steps by how often each came before the others in the successes. A task done
     right the first time counts FIRST_TIME_WEIGHT times one put right in a later turn,
     which shows what was missing, not where it goes (the fix comes after the rest): the
-    first decide the order, the second place what they lack."""
+    first decide the order, the second place what they lack, by the order within each of
+    their turns only."""
     before: Counter[tuple[str, str]] = Counter()
     position: Counter[str] = Counter()
     for e in wins:
@@ -99,7 +106,9 @@ def _order(steps: set[str], wins: Sequence[EpisodeView]) -> tuple[str, ...]:
             position[a] += weight * first.get(a, len(e.actions))
             for b in steps:
                 if a != b and a in first and b in first and first[a] < first[b]:
-                    before[(a, b)] += weight
+                    # A step of the fix after one of the failed turn is no order.
+                    if not e.repaired or e.turn_of(first[a]) == e.turn_of(first[b]):
+                        before[(a, b)] += weight
     score = {a: sum(1 for b in steps if before[(a, b)] > before[(b, a)]) for a in steps}
     return tuple(sorted(steps, key=lambda a: (-score[a], position[a], a)))
 

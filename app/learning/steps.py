@@ -72,6 +72,10 @@ def merge_turns(
         at = next((n for n in reversed(range(len(group))) if judged[group[n]]), len(group) - 1)
         last = parts[at]
         failed_before = any(outcomes[i] == "failure" for i in group[:at])
+        starts, at_action = [], 0
+        for view in parts[:-1]:
+            at_action += len(view.actions)
+            starts.append(at_action)
         out.append(
             EpisodeView(
                 id=last.id,
@@ -82,6 +86,7 @@ def merge_turns(
                 context=parts[-1].context,
                 skills=tuple(dict.fromkeys(s for v in parts for s in v.skills)),
                 repaired=last.success and failed_before,
+                turns=tuple(starts),
             )
         )
         group.clear()

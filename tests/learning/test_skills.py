@@ -414,6 +414,27 @@ def test_the_successes_done_right_the_first_time_order_the_steps() -> None:
     assert derive(window[2:], min_support=2, step_share=0.8) is None
 
 
+def test_a_fix_turn_places_what_was_missing_by_its_own_order_only() -> None:
+    # One task done right at once; twelve that left the edit out, failed, and were put
+    # right by a fix turn (the edit, the tests again). Twelve repaired ones outweigh the
+    # one, but the edit coming after the upgrade in them says nothing: it was the fix.
+    right = ("revision", "edit", "upgrade", "pytest")
+    fixed = ("revision", "upgrade", "pytest", "edit", "pytest")
+    once = [EpisodeView("r", right, ("ok",) * 4, True, 1.0)]
+    turns = [
+        EpisodeView(f"f{i}", fixed, ("ok",) * 5, True, 1.0, repaired=True, turns=(3,))
+        for i in range(12)
+    ]
+    proc = derive(once + turns, min_support=2, step_share=0.8)
+    assert proc is not None
+    assert proc.steps == right
+    # Read as one turn, the twelve would put the edit last.
+    merged = [replace(e, turns=()) for e in turns]
+    proc = derive(once + merged, min_support=2, step_share=0.8)
+    assert proc is not None
+    assert proc.steps == ("revision", "upgrade", "pytest", "edit")
+
+
 def test_an_agents_skill_beats_going_without_by_its_rate_and_a_task_types_by_its_bound() -> None:
     from app.core.config import Learning
     from app.services.learning.skill_rules import AGENT_MARGIN, Judge

@@ -57,6 +57,10 @@ def test_an_agents_turns_at_one_task_are_one_episode() -> None:
         "git tag <version>",
         "git push origin main --tags",
     )
+    # Where its second and third turns began: its second turn's steps are the fix.
+    assert merged[0].turns == (2, 4)
+    assert [merged[0].turn_of(i) for i in range(4)] == [0, 0, 1, 1]
+    assert merged[1].turns == ()
 
 
 def test_a_turn_uses_its_skills_when_it_acted_and_how_it_went_is_known() -> None:
