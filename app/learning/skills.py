@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from app.learning.habits import firsts, places_of_habits
 from app.learning.mining import wilson_lcb, wilson_ucb
 
 MAX_EVIDENCE = 20
@@ -101,7 +102,7 @@ def _order(steps: set[str], wins: Sequence[EpisodeView]) -> tuple[str, ...]:
     position: Counter[str] = Counter()
     for e in wins:
         weight = 1 if e.repaired else FIRST_TIME_WEIGHT
-        first = _firsts(e)
+        first = firsts(e)
         for a in steps:
             position[a] += weight * first.get(a, len(e.actions))
             for b in steps:
@@ -111,14 +112,6 @@ def _order(steps: set[str], wins: Sequence[EpisodeView]) -> tuple[str, ...]:
                         before[(a, b)] += weight
     score = {a: sum(1 for b in steps if before[(a, b)] > before[(b, a)]) for a in steps}
     return tuple(sorted(steps, key=lambda a: (-score[a], position[a], a)))
-
-
-def _firsts(e: EpisodeView) -> dict[str, int]:
-    """Where each action of the episode was first done."""
-    first: dict[str, int] = {}
-    for i, action in enumerate(e.actions):
-        first.setdefault(action, i)
-    return first
 
 
 def recoveries_of(steps: Sequence[str], wins: Sequence[EpisodeView]) -> dict[str, str]:
@@ -193,7 +186,7 @@ def derive(
     steps = _order(chosen, wins)
     on_error = {**recoveries_of(steps, wins), **{a: f for a, f in known.items() if a in chosen}}
     proc = measure(steps, window, on_error=on_error)
-    habits = _habits(wins, steps, habit_share, step_share) if habit_share is not None else {}
+    habits = places_of_habits(wins, steps, habit_share, step_share) if habit_share else {}
     for fixed in known.values():
         habits.pop(fixed, None)
     if not habits:
@@ -203,34 +196,6 @@ def derive(
         shown.extend(_order({h for h, at in habits.items() if at == slot}, wins))
         shown.extend(steps[slot : slot + 1])
     return replace(proc, shown=tuple(shown))
-
-
-def _habits(
-    wins: Sequence[EpisodeView], steps: Sequence[str], share: float, same_place: float
-) -> dict[str, int]:
-    """The actions other than the steps done (not failed: a first try that was corrected
-    is no habit) in at least `share` of the successes, at the same place among the steps
-    in at least `same_place` of those done right the first time: each with its place (the
-    steps before it). An action done anywhere, now here, now there, is no habit."""
-    done: Counter[str] = Counter()
-    places: dict[str, Counter[int]] = {}
-    for e in wins:
-        first = _firsts(e)
-        for i, (action, status) in enumerate(zip(e.actions, e.statuses, strict=True)):
-            if status != "ok" or action in steps or first[action] != i:
-                continue
-            done[action] += 1
-            if not e.repaired:  # (put right later: the fix came after it, wherever it goes)
-                place = sum(1 for step in steps if first.get(step, i) < i)
-                places.setdefault(action, Counter())[place] += 1
-    out = {}
-    for action, n in done.items():
-        if n < share * len(wins) or action not in places:
-            continue
-        place, m = places[action].most_common(1)[0]
-        if m >= same_place * places[action].total():
-            out[action] = place
-    return out
 
 
 def unneeded(
