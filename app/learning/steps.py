@@ -12,6 +12,7 @@ that failed is taken to have failed at its last part: the parts before it ran.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import accumulate
 from typing import Any
 
 from app.learning.reflection import action_key
@@ -72,10 +73,6 @@ def merge_turns(
         at = next((n for n in reversed(range(len(group))) if judged[group[n]]), len(group) - 1)
         last = parts[at]
         failed_before = any(outcomes[i] == "failure" for i in group[:at])
-        starts, at_action = [], 0
-        for view in parts[:-1]:
-            at_action += len(view.actions)
-            starts.append(at_action)
         out.append(
             EpisodeView(
                 id=last.id,
@@ -86,7 +83,7 @@ def merge_turns(
                 context=parts[-1].context,
                 skills=tuple(dict.fromkeys(s for v in parts for s in v.skills)),
                 repaired=last.success and failed_before,
-                turns=tuple(starts),
+                turns=tuple(accumulate(len(v.actions) for v in parts[:-1])),
             )
         )
         group.clear()

@@ -58,16 +58,13 @@ class SkillRepository:
 
     async def active_with_prefix(self, namespace: str, prefix: str) -> list[Skill]:
         """The active skills whose task type starts with `prefix` (a project's: `shop/`)."""
-        stmt = (
-            select(Skill)
-            .where(
-                Skill.namespace == namespace,
-                Skill.status == "active",
-                Skill.task_type.startswith(prefix, autoescape=True),
-            )
-            .order_by(Skill.created_at, Skill.id)
-        )
-        return list(await self.session.scalars(stmt))
+        stmt = select(Skill).where(*_active_with_prefix(namespace, prefix))
+        return list(await self.session.scalars(stmt.order_by(Skill.created_at, Skill.id)))
+
+    async def active_types(self, namespace: str, prefix: str) -> set[str]:
+        """The task types starting with `prefix` that have an active skill."""
+        stmt = select(Skill.task_type).where(*_active_with_prefix(namespace, prefix)).distinct()
+        return set(await self.session.scalars(stmt))
 
     async def page(
         self,
@@ -125,3 +122,11 @@ class SkillRepository:
             stmt = stmt.where(keyset.after(SkillEvent.created_at, SkillEvent.id, after))
         stmt = stmt.order_by(SkillEvent.created_at, SkillEvent.id).limit(limit)
         return list(await self.session.scalars(stmt))
+
+
+def _active_with_prefix(namespace: str, prefix: str) -> tuple[Any, ...]:
+    return (
+        Skill.namespace == namespace,
+        Skill.status == "active",
+        Skill.task_type.startswith(prefix, autoescape=True),
+    )

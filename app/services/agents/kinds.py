@@ -176,8 +176,7 @@ async def _taught(
     session: AsyncSession, namespace: str, project: str, kinds: Sequence[Kind]
 ) -> set[str]:
     """The ids of the project's kinds that have an active skill to hand out."""
-    skills = await SkillRepository(session).active_with_prefix(namespace, task_type_of(project, ""))
-    types = {s.task_type for s in skills}
+    types = await SkillRepository(session).active_types(namespace, task_type_of(project, ""))
     return {k.id for k in kinds if task_type_of(project, k.name) in types}
 
 

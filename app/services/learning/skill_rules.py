@@ -32,8 +32,8 @@ def actions(skill: Skill) -> list[str]:
     return [s["action"] for s in skill.steps if not s.get("optional")]
 
 
-def optional(skill: Skill) -> tuple[str, ...]:
-    return tuple(s["action"] for s in skill.steps if s.get("optional"))
+def optional(skill: Skill) -> frozenset[str]:
+    return frozenset(s["action"] for s in skill.steps if s.get("optional"))
 
 
 def known_recoveries(skill: Skill) -> dict[str, str]:
@@ -141,7 +141,7 @@ def settled(skill: Skill, proc: Procedure, settings: Learning) -> tuple[Procedur
         return None
     if known_recoveries(skill) != merged:
         return replace(proc, on_error=merged), "recoveries"
-    if proc.optional - set(optional(skill)):  # (one that dropped below goes with new steps)
+    if proc.optional - optional(skill):  # (one that dropped below goes with new steps)
         return proc, "optional steps"
     return None
 
