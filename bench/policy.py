@@ -278,9 +278,16 @@ async def main() -> None:
     parser.add_argument("--off", type=int, default=400)
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--tree", type=Path, default=None, help="run this checkout's server")
-    parser.add_argument("--world", choices=("notes", "noise"), default="notes")
+    parser.add_argument("--world", choices=("notes", "noise", "kinds"), default="notes")
+    parser.add_argument("--budget", type=int, default=2100, help="kinds: rewarded recalls")
     parser.add_argument("--share", type=float, default=None, help="canary share")
     args = parser.parse_args()
+    if args.world == "kinds":
+        from bench.policy_kinds import kinds
+
+        args.epsilon = None if "--epsilon" not in sys.argv else args.epsilon
+        await kinds(args)
+        return
     if args.world == "noise":
         args.share = 0.1 if args.share is None else args.share
         await noise(args)

@@ -258,6 +258,13 @@ class PolicyWorld:
     def reward(self, selected: Iterable[str], rng: random.Random) -> float:
         return round(self.value(selected) + rng.gauss(0.0, self.noise), 6)
 
+    def task_value(self, name: str, selected: Iterable[str]) -> float:
+        """The true value of a selection for a task of this type (here: whatever the type)."""
+        return self.value(selected)
+
+    def task_reward(self, name: str, selected: Iterable[str], rng: random.Random) -> float:
+        return self.reward(selected, rng)
+
     def first_choice(self, name: str) -> list[str]:
         """What baseline_v0 picks without exploring: the decoy and the core."""
         return [n.id for n in self.task_type(name).notes if n.role in ("decoy", "core")]

@@ -4,11 +4,14 @@ A recall's reward is modelled as additive over what it selected:
     reward ≈ intercept + Σ_{c selected} gain(c),    gain(c) = β · φ(c, request)
 where φ is the candidate's logged features (clipped to their range in training,
 standardised, and their squares; expected_utility, a clipped copy of reward_mean, left
-out), its type and status as one-hot columns, and two features of the candidate within its
-request (its share of the token budget, its rank among the candidates). Fitted by ridge
+out), its type and status as one-hot columns, two features of the candidate within its
+request (its share of the token budget, its rank among the candidates), and its type for
+the request's task type (one-hot columns per kind of task: the MAX_KINDS task types with
+MIN_KIND_DECISIONS logged decisions at least, when two have; a memory type that helps one
+kind of task and hurts another is told apart only there). Fitted by ridge
 regression on the logged transitions, each weighted by its inverse propensity (clipped):
 decisions the behaviour policy rarely makes, which show what its usual ones do not, count
-more.
+more. The numeric features' penalty is chosen by cross-validation (app/learning/ridge.py).
 
 The policy (app/learning/policy.py with `gains`) takes the constraints first, then the soft
 candidates by predicted gain while they fit, leaving out those with no predicted gain.
@@ -16,6 +19,7 @@ candidates by predicted gain while they fit, leaving out those with no predicted
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,13 +29,16 @@ from numpy.typing import NDArray
 
 from app.learning.encodings import MEMORY_STATUSES, MEMORY_TYPES
 from app.learning.features import CANDIDATE_FEATURES, REQUEST_FEATURES, SCHEMA_VERSION
+from app.learning.ridge import choose_shrink, penalty
 
 KIND = "linear_bandit"
 # 2: expected_utility left out (a clipped copy of reward_mean: the fit gave the two large
 # opposite weights, which stopped cancelling once rewards passed the clip), and each
 # feature clipped to the range it had in training (no extrapolation, e.g. of counters
-# that keep growing under a new policy).
-BASIS_VERSION = 2
+# that keep growing under a new policy). 3: the type per kind of task (task type).
+BASIS_VERSION = 3
+MAX_KINDS = 8
+MIN_KIND_DECISIONS = 20
 NUMERIC = [
     f
     for f in CANDIDATE_FEATURES
@@ -53,23 +60,53 @@ BASIS = [
     *(f"status={s}" for s in MEMORY_STATUSES.names),
 ]
 Floats = NDArray[np.float64]
+Ints = NDArray[np.int64]
+_COLUMNS = 2 * len(NUMERIC) + 2  # the numeric ones after the intercept: z, z², share, rank
+
+
+def basis_of(kinds: Sequence[str]) -> list[str]:
+    """The basis' names given the model's kinds of task."""
+    return [*BASIS, *(f"type={t}@{kind}" for kind in kinds for t in MEMORY_TYPES.names)]
+
+
+def kinds_of(task_types: Sequence[str | None]) -> tuple[str, ...]:
+    """The kinds of task given columns of their own: the most frequent task types with
+    MIN_KIND_DECISIONS decisions at least (at most MAX_KINDS), when two such are."""
+    counts = Counter(t for t in task_types if t)
+    kinds = [t for t, n in counts.most_common(MAX_KINDS) if n >= MIN_KIND_DECISIONS]
+    return tuple(sorted(kinds)) if len(kinds) >= 2 else ()
 
 
 def basis(
-    rows: Floats, requests: Floats, mean: Floats, scale: Floats, low: Floats, high: Floats
+    rows: Floats,
+    requests: Floats,
+    mean: Floats,
+    scale: Floats,
+    low: Floats,
+    high: Floats,
+    *,
+    kinds: Ints | None = None,
+    n_kinds: int = 0,
 ) -> Floats:
     """φ of each candidate row (CANDIDATE_FEATURES) given its request's row (REQUEST_FEATURES,
-    of which it uses token_budget and n_candidates, known before the decision); the numeric
-    features clipped to [low, high], their range in training."""
+    of which it uses token_budget and n_candidates, known before the decision) and the
+    index of its request's kind of task among the model's `n_kinds` (-1: none of them);
+    the numeric features clipped to [low, high], their range in training."""
     z = (np.clip(rows[:, _NUMERIC], low, high) - mean) / scale
     n = len(rows)
-    types = np.zeros((n, len(MEMORY_TYPES.names)))
-    types[np.arange(n), rows[:, _TYPE].astype(np.int64)] = 1.0
+    n_types = len(MEMORY_TYPES.names)
+    type_codes = rows[:, _TYPE].astype(np.int64)
+    types = np.zeros((n, n_types))
+    types[np.arange(n), type_codes] = 1.0
     statuses = np.zeros((n, len(MEMORY_STATUSES.names)))
     statuses[np.arange(n), rows[:, _STATUS].astype(np.int64)] = 1.0
     share = rows[:, _COST] / np.maximum(requests[:, _BUDGET], 1.0)
     rank = rows[:, _RANK] / np.maximum(requests[:, _N], 1.0)
-    return np.hstack([z, z * z, share[:, None], rank[:, None], types, statuses])
+    per_kind = np.zeros((n, n_kinds * n_types))
+    if n_kinds and kinds is not None:
+        known = np.flatnonzero(kinds >= 0)
+        per_kind[known, kinds[known] * n_types + type_codes[known]] = 1.0
+    return np.hstack([z, z * z, share[:, None], rank[:, None], types, statuses, per_kind])
 
 
 @dataclass(frozen=True)
@@ -80,21 +117,39 @@ class RewardModel:
     scale: Floats
     low: Floats  # their range in training
     high: Floats
+    kinds: tuple[str, ...] = ()  # the task types with a type weight of their own
 
-    def gains(self, rows: Floats, requests: Floats) -> Floats:
-        """Predicted reward gain of selecting each candidate."""
+    def kind_index(self, task_types: Sequence[str | None]) -> Ints:
+        """Each task type's place among the model's kinds (-1: none of them)."""
+        at = {kind: i for i, kind in enumerate(self.kinds)}
+        return np.asarray([at.get(t, -1) if t else -1 for t in task_types], dtype=np.int64)
+
+    def gains(self, rows: Floats, requests: Floats, task_type: str | None = None) -> Floats:
+        """Predicted reward gain of selecting each candidate (all of one request, of
+        `task_type`)."""
         if len(rows) == 0:
             return np.zeros(0)
-        return basis(rows, requests, self.mean, self.scale, self.low, self.high) @ self.weights
+        kinds = np.repeat(self.kind_index([task_type]), len(rows))
+        phi = basis(
+            rows, requests, self.mean, self.scale, self.low, self.high,
+            kinds=kinds, n_kinds=len(self.kinds),
+        )  # fmt: skip
+        return phi @ self.weights
 
     def gains_of(
-        self, features: dict[str, dict[str, float]], *, token_budget: int, k: int, n_scope_keys: int
+        self,
+        features: dict[str, dict[str, float]],
+        *,
+        token_budget: int,
+        k: int,
+        n_scope_keys: int,
+        task_type: str | None = None,
     ) -> dict[str, float]:
         """Predicted gain by memory id, from each candidate's named features; the request
         row as the state logs it (tokens_available, decided after, is not in the basis)."""
         rows = np.array([[f[name] for name in CANDIDATE_FEATURES] for f in features.values()])
         request = [float(token_budget), float(k), float(len(features)), 0.0, float(n_scope_keys)]
-        values = self.gains(rows, np.repeat(np.array([request]), len(rows), axis=0))
+        values = self.gains(rows, np.repeat(np.array([request]), len(rows), axis=0), task_type)
         return dict(zip(features, values.tolist(), strict=True))
 
     def to_json(self) -> dict[str, Any]:
@@ -102,7 +157,8 @@ class RewardModel:
             "kind": KIND,
             "basis_version": BASIS_VERSION,
             "feature_schema": SCHEMA_VERSION,
-            "basis": BASIS,
+            "basis": basis_of(self.kinds),
+            "kinds": list(self.kinds),
             "intercept": self.intercept,
             "weights": self.weights.tolist(),
             "mean": self.mean.tolist(),
@@ -113,7 +169,11 @@ class RewardModel:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RewardModel:
-        if data.get("basis_version") != BASIS_VERSION or data.get("basis") != BASIS:
+        # A version 2 model is a version 3 one without kinds.
+        kinds = tuple(data.get("kinds") or ())
+        if data.get("basis_version") not in (2, BASIS_VERSION) or data.get("basis") != basis_of(
+            kinds
+        ):
             raise ValueError("the model was fitted on another feature basis")
         return cls(
             intercept=float(data["intercept"]),
@@ -122,6 +182,7 @@ class RewardModel:
             scale=np.asarray(data["scale"], dtype=np.float64),
             low=np.asarray(data["low"], dtype=np.float64),
             high=np.asarray(data["high"], dtype=np.float64),
+            kinds=kinds,
         )
 
 
@@ -135,6 +196,7 @@ class Logs:
     requests: Floats  # (n, len(REQUEST_FEATURES))
     rewards: Floats  # (n,)
     propensities: Floats  # (n,)
+    task_types: Sequence[str | None] = ()  # (n,) when known
 
 
 def fit(
@@ -154,28 +216,42 @@ def fit(
         mean, scale = np.zeros(len(NUMERIC)), np.ones(len(NUMERIC))
         low, high = np.full(len(NUMERIC), -np.inf), np.full(len(NUMERIC), np.inf)
     scale = np.where(scale > 1e-9, scale, 1.0)
-    phi = basis(logs.rows, logs.requests[logs.owner], mean, scale, low, high)
-    x = np.zeros((n, len(BASIS)))
+    kinds = kinds_of(logs.task_types)
+    at = RewardModel(0.0, np.zeros(0), mean, scale, low, high, kinds).kind_index(
+        logs.task_types or [None] * n
+    )
+    phi = basis(
+        logs.rows, logs.requests[logs.owner], mean, scale, low, high,
+        kinds=at[logs.owner], n_kinds=len(kinds),
+    )  # fmt: skip
+    x = np.zeros((n, len(basis_of(kinds))))
     np.add.at(x, logs.owner, phi)
     w = np.minimum(1.0 / np.maximum(logs.propensities, 1e-12), clip)
     a = np.hstack([np.ones((n, 1)), x])
-    penalty = np.diag(np.full(a.shape[1], l2))
-    penalty[0, 0] = 0.0  # the intercept is not shrunk
 
     def sums(rows: NDArray[np.int64] | slice) -> tuple[Floats, Floats]:
         weighted = a[rows] * w[rows, None]
         return weighted.T @ a[rows], weighted.T @ logs.rewards[rows]
 
-    def model(gram: Floats, moment: Floats) -> RewardModel:
-        beta: Floats = np.linalg.solve(gram + penalty, moment).astype(np.float64)
-        return RewardModel(float(beta[0]), beta[1:], mean, scale, low, high)
+    def solve(gram: Floats, moment: Floats, penalty: Floats) -> Floats:
+        return np.linalg.solve(gram + np.diag(penalty), moment).astype(np.float64)
 
     gram, moment = sums(slice(None))
-    whole = model(gram, moment)
+
+    def model(gram: Floats, moment: Floats, shrink: float) -> RewardModel:
+        beta = solve(gram, moment, penalty(a.shape[1], l2, shrink, numeric=_COLUMNS))
+        return RewardModel(float(beta[0]), beta[1:], mean, scale, low, high, kinds)
+
+    def chosen(left_out: NDArray[np.int64]) -> float:
+        return choose_shrink(a, w, logs.rewards, sums, solve, left_out, l2=l2, numeric=_COLUMNS)
+
+    shrink = chosen(np.zeros(0, dtype=np.int64))
+    whole = model(gram, moment, shrink)
     out_of_fold = []
     for rows in folds:
+        # The fold's rewards choose nothing of its model, its shrink included.
         g, m = sums(rows)
-        out_of_fold.append(model(gram - g, moment - m))
+        out_of_fold.append(model(gram - g, moment - m, chosen(rows)))
     predicted = a @ np.concatenate([[whole.intercept], whole.weights])
     residual = logs.rewards - predicted
     total = float(np.sum(w * (logs.rewards - np.average(logs.rewards, weights=w)) ** 2))
@@ -185,6 +261,7 @@ def fit(
         "mean_reward": float(logs.rewards.mean()) if n else 0.0,
         "weighted_r2": 1.0 - float(np.sum(w * residual**2)) / total if total > 0 else 0.0,
         "rmse": float(np.sqrt(np.mean(residual**2))) if n else 0.0,
+        "numeric_shrink": shrink,
         "clipped_share": float(np.mean(1.0 / np.maximum(logs.propensities, 1e-12) > clip))
         if n
         else 0.0,

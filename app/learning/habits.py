@@ -20,6 +20,12 @@ def firsts(e: EpisodeView) -> dict[str, int]:
     return first
 
 
+def _place(first: dict[str, int], steps: Sequence[str], at: int) -> int:
+    """How many of the steps come before the action done at `at`: those up to the last
+    step done before it (a step this episode left out is not counted as coming after)."""
+    return max((n + 1 for n, step in enumerate(steps) if first.get(step, at) < at), default=0)
+
+
 def places_of_habits(
     wins: Sequence[EpisodeView], steps: Sequence[str], share: float, same_place: float
 ) -> dict[str, int]:
@@ -36,8 +42,7 @@ def places_of_habits(
                 continue
             done[action] += 1
             if not e.repaired:  # (put right later: the fix came after it, wherever it goes)
-                place = sum(1 for step in steps if first.get(step, i) < i)
-                places.setdefault(action, Counter())[place] += 1
+                places.setdefault(action, Counter())[_place(first, steps, i)] += 1
     out = {}
     for action, n in done.items():
         if n < share * len(wins) or action not in places:

@@ -24,6 +24,7 @@ from app.learning.mining import wilson_lcb, wilson_ucb
 
 MAX_EVIDENCE = 20
 NEEDED_RATIO = 0.5
+Z90 = 1.2816  # a one-sided 90% bound
 FIRST_TIME_WEIGHT = 10  # a success done right the first time, to one repaired, in ordering
 
 
@@ -40,10 +41,28 @@ class EpisodeView:
     repaired: bool = False
     # Where each turn after the first begins in `actions` (an agent's turns, merged).
     turns: tuple[int, ...] = ()
+    # The steps of the skills it followed (as they are now): its order among them is
+    # theirs, not the agent's.
+    shown: frozenset[str] = frozenset()
 
     def turn_of(self, index: int) -> int:
         """The turn (0 for the first) the action at `index` was done in."""
         return sum(1 for start in self.turns if start <= index)
+
+    def performed(self, steps: Sequence[str]) -> bool:
+        """Whether the episode did the steps in order. A task put right in a later turn
+        did them in order when it did them all and, within each turn, in order: the
+        fix's steps come after the failed turn's wherever they belong."""
+        if not self.repaired or not self.turns:
+            return contains_in_order(self.actions, steps)
+        if not set(steps) <= set(self.actions):
+            return False
+        bounds = (0, *self.turns, len(self.actions))
+        for start, end in zip(bounds, bounds[1:], strict=False):
+            turn = self.actions[start:end]
+            if not contains_in_order(turn, [s for s in steps if s in turn]):
+                return False
+        return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +97,7 @@ def measure(
     steps: Sequence[str], window: Sequence[EpisodeView], *, on_error: dict[str, str] | None = None
 ) -> Procedure:
     """How the episodes that performed these steps in order fared."""
-    hits = [e for e in window if contains_in_order(e.actions, steps)]
+    hits = [e for e in window if e.performed(steps)]
     wins = [e for e in hits if e.success]
     mean = sum(e.reward for e in hits) / len(hits) if hits else None
     return Procedure(
@@ -95,9 +114,10 @@ def measure(
 def _order(steps: set[str], wins: Sequence[EpisodeView]) -> tuple[str, ...]:
     """The steps by how often each came before the others in the successes. A task done
     right the first time counts FIRST_TIME_WEIGHT times one put right in a later turn,
-    which shows what was missing, not where it goes (the fix comes after the rest): the
-    first decide the order, the second place what they lack, by the order within each of
-    their turns only."""
+    which shows what was missing, not where it goes (the fix comes after the rest), and
+    two steps a skill it followed showed in that order (its echo) count once: the first
+    decide the order, the others place what they lack, a task put right by the order
+    within each of its turns only."""
     before: Counter[tuple[str, str]] = Counter()
     position: Counter[str] = Counter()
     for e in wins:
@@ -109,7 +129,8 @@ def _order(steps: set[str], wins: Sequence[EpisodeView]) -> tuple[str, ...]:
                 if a != b and a in first and b in first and first[a] < first[b]:
                     # A step of the fix after one of the failed turn is no order.
                     if not e.repaired or e.turn_of(first[a]) == e.turn_of(first[b]):
-                        before[(a, b)] += weight
+                        echo = a in e.shown and b in e.shown
+                        before[(a, b)] += 1 if echo else weight
     score = {a: sum(1 for b in steps if before[(a, b)] > before[(b, a)]) for a in steps}
     return tuple(sorted(steps, key=lambda a: (-score[a], position[a], a)))
 
@@ -132,15 +153,18 @@ def recoveries_of(steps: Sequence[str], wins: Sequence[EpisodeView]) -> dict[str
 
 def _needed(action: str, unguided: Sequence[EpisodeView], *, min_support: int) -> bool:
     """Whether episodes that followed no skill succeed clearly less often without the
-    action (at most NEEDED_RATIO of the rate with it); True when too few lack it to tell."""
+    action (at most NEEDED_RATIO of the rate with it); True when too few lack it to tell,
+    and while the rate without it could still be that low (its 90% lower bound)."""
     without = [e for e in unguided if action not in e.actions]
     with_it = [e for e in unguided if action in e.actions]
     # None without it is too few to tell, whatever min_support says.
     if len(without) < max(1, min_support) or not with_it:
         return True
-    rate_without = sum(e.success for e in without) / len(without)
     rate_with = sum(e.success for e in with_it) / len(with_it)
-    return rate_without <= NEEDED_RATIO * rate_with
+    # Not needed only when even the rate without it is more than NEEDED_RATIO of the
+    # rate with it (by a one-sided 90% lower bound): a handful of episodes proves nothing.
+    wins_without = sum(e.success for e in without)
+    return wilson_lcb(wins_without, len(without), z=Z90) <= NEEDED_RATIO * rate_with
 
 
 def derive(

@@ -82,6 +82,7 @@ def merge_turns(
                 reward=last.reward,
                 context=parts[-1].context,
                 skills=tuple(dict.fromkeys(s for v in parts for s in v.skills)),
+                shown=frozenset().union(*(v.shown for v in parts)),
                 repaired=last.success and failed_before,
                 turns=tuple(accumulate(len(v.actions) for v in parts[:-1])),
             )

@@ -23,6 +23,7 @@ LOGGED = (
     Transition.reward,
     Transition.observation_vector,
     Transition.dataset_lists,
+    Transition.task_type,
 )
 
 

@@ -222,3 +222,51 @@ async def test_a_canary_that_shows_no_difference_goes_back(
     after = (await client.get(f"/v1/policies/{policy['id']}")).json()
     assert after["status"] == "retired", after
     assert after["status_reason"].startswith("rolled back, no difference shown"), after
+
+
+async def test_a_policy_the_logs_cannot_certify_is_tried_and_rolled_back_when_it_gains_nothing(
+    app: FastAPI, client: httpx.AsyncClient, settings: Settings
+) -> None:
+    """On rewards that are pure noise the evaluation cannot say `better`, but neither can it
+    rule a gain out: asked to activate, the policy goes on trial as a canary (audited as
+    such), and its own test rolls it back once its gain is surely below the minimum
+    worth its share."""
+    settings.learning.canary_min_effect = 2.0  # (a gain of two sd: surely not, soon)
+    settings.learning.canary_promote_after = 500
+    effects = dict.fromkeys(await world(client), 0.0)
+    rng = random.Random(12)
+    await run(client, effects, 200, rng)
+    policy = await trained(app, client)
+    evaluation = policy["evaluation"]
+    assert evaluation["verdict"] == "not_better", evaluation
+    assert evaluation["improvement"][evaluation["estimator"]]["high"] > 0, evaluation
+    r = await client.post(f"/v1/policies/{policy['id']}/activate", json={})
+    assert r.status_code == 200, r.text
+    assert r.json()["status"] == "canary"
+    assert r.json()["status_reason"].startswith("on trial (the logs could not certify it)")
+    audit = (await client.get("/v1/audit", params={"action": "policy.activate"})).json()
+    assert [(e["detail"]["trial"], e["detail"]["forced"]) for e in audit["items"]] == [
+        (True, False)
+    ], audit
+    await run(client, effects, 120, rng)
+    await drain(app)
+    after = (await client.get(f"/v1/policies/{policy['id']}")).json()
+    assert after["status"] == "retired", after
+    assert after["status_reason"].startswith("rolled back, its gain is surely below"), after
+
+
+def test_a_trial_needs_a_supported_evaluation_that_leaves_a_gain_possible() -> None:
+    from app.services.policies.service import may_try
+
+    def evaluation(verdict: str, high: float) -> dict[str, Any]:
+        return {
+            "verdict": verdict,
+            "estimator": "dr",
+            "improvement": {"dr": {"value": high - 0.5, "low": high - 1, "high": high}},
+        }
+
+    assert may_try(evaluation("not_better", 0.2))
+    assert not may_try(evaluation("not_better", -0.01))  # surely no gain
+    assert not may_try(evaluation("better", 0.2))  # (activated as better, not on trial)
+    assert not may_try({"verdict": "refused", "reason": "no exploration"})
+    assert not may_try({})

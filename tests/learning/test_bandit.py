@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 from app.learning.bandit import Logs, RewardModel, fit
+from app.learning.encodings import MEMORY_TYPES
 from app.learning.features import CANDIDATE_FEATURES, REQUEST_FEATURES
+from app.learning.ridge import SHRINK
 
 CONFIDENCE = CANDIDATE_FEATURES.index("confidence")
 USE_COUNT = CANDIDATE_FEATURES.index("use_count")
@@ -33,6 +35,7 @@ def test_it_tells_helpful_from_harmful_and_does_not_extrapolate() -> None:
     rng = np.random.default_rng(1)
     model, metrics, _ = fit(logs(3000, rng), l2=1.0, clip=20.0)
     assert metrics["weighted_r2"] > 0.6  # a step in confidence, fitted by a quadratic
+    assert metrics["numeric_shrink"] < max(SHRINK)  # (confidence matters: not the most)
     probe = rng.uniform(0, 1, (200, len(CANDIDATE_FEATURES)))
     probe[:, CANDIDATE_FEATURES.index("type_index")] = 2
     probe[:, CANDIDATE_FEATURES.index("status_index")] = 0
@@ -70,3 +73,46 @@ def test_a_folds_model_never_sees_the_folds_rewards() -> None:
     # No fold left out: the model of every decision.
     whole, _, (same,) = fit(clean, l2=1.0, clip=20.0, folds=[np.arange(0)])
     assert np.allclose(same.weights, whole.weights)
+
+
+def test_a_type_that_helps_one_kind_of_task_and_hurts_another_is_told_apart() -> None:
+    """Facts help a deploy and hurt a review, preferences the other way round: across the
+    two kinds every memory's mean effect is 0, so only the type per kind tells them apart."""
+    rng = np.random.default_rng(3)
+    n = 3000
+    fact, preference = MEMORY_TYPES.names.index("fact"), MEMORY_TYPES.names.index("preference")
+    rows = rng.uniform(0, 1, (n * 4, len(CANDIDATE_FEATURES)))
+    rows[:, CANDIDATE_FEATURES.index("type_index")] = rng.choice([fact, preference], n * 4)
+    rows[:, CANDIDATE_FEATURES.index("status_index")] = 0
+    owner = np.repeat(np.arange(n), 4)
+    kinds = rng.choice(["deploy", "review"], n)
+    helps = (rows[:, CANDIDATE_FEATURES.index("type_index")] == fact) == (kinds[owner] == "deploy")
+    effect = np.where(helps, 0.2, -0.2)
+    rewards = 0.5 + np.bincount(owner, weights=effect, minlength=n) + rng.normal(0, 0.1, n)
+    requests = np.tile([400.0, 8, 20, 0, 0], (n, 1))
+    logs = Logs(rows, owner, requests, rewards, rng.uniform(0.05, 1.0, n), list(kinds))
+    model, metrics, _ = fit(logs, l2=1.0, clip=20.0)
+    assert model.kinds == ("deploy", "review")
+    # The numeric features tell nothing here: cross-validation shrinks them the most.
+    assert metrics["numeric_shrink"] == max(SHRINK)
+    probe = rows[:200].copy()
+    is_fact = probe[:, CANDIDATE_FEATURES.index("type_index")] == fact
+    for kind, sign in (("deploy", 1), ("review", -1)):
+        gains = model.gains(probe, requests[:200], kind)
+        assert (np.sign(gains[is_fact]) == sign).all()
+        assert (np.sign(gains[~is_fact]) == -sign).all()
+    # A kind it was not fitted on: no type is told apart from the other.
+    other = model.gains(probe, requests[:200], "audit")
+    assert abs(other[is_fact].mean() - other[~is_fact].mean()) < 0.05
+    # The kinds survive the stored form; without them the model is as it was (version 2).
+    again = RewardModel.from_json(model.to_json())
+    assert np.allclose(
+        again.gains(probe, requests[:200], "review"), model.gains(probe, requests[:200], "review")
+    )
+    without, _, _ = fit(Logs(rows, owner, requests, rewards, logs.propensities), l2=1.0, clip=20.0)
+    stored = without.to_json() | {"basis_version": 2}
+    stored.pop("kinds")
+    assert RewardModel.from_json(stored).kinds == ()
+    assert np.allclose(
+        without.gains(probe, requests[:200], "deploy"), without.gains(probe, requests[:200])
+    )

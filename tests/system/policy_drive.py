@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 
+from bench.kindworld import KindWorld
 from bench.policyworld import PolicyWorld
 
 Wait = Callable[[], Awaitable[Any]]
@@ -75,29 +76,36 @@ def ok(response: httpx.Response, *statuses: int) -> Any:
     return response.json()
 
 
-async def plant(client: httpx.AsyncClient, world: PolicyWorld) -> None:
+World = PolicyWorld | KindWorld
+
+
+async def plant(client: httpx.AsyncClient, world: World) -> None:
     """Store the world's notes."""
     for body in world.memory_bodies():
         ok(await client.post("/v1/memories", json=body), 201)
 
 
 async def recall_once(
-    client: httpx.AsyncClient, world: PolicyWorld, i: int, *, seed: int, log: Log
+    client: httpx.AsyncClient, world: World, i: int, *, seed: int, log: Log
 ) -> None:
     """Recall for the i-th task (its type and its reward's noise fixed by seed and i)."""
     rng = random.Random(f"policy-drive-{seed}-{world.shifted}-{i}")
     name = world.sample(rng)
     answer = ok(await client.post("/v1/recall", json=world.recall_body(name)))
     selected = [m["memory_id"] for m in answer["selected"]]
-    reward = {"recall_id": answer["recall_id"], "value": world.reward(selected, rng)}
-    ok(await client.post("/v1/rewards", json=reward), 200, 201)
-    log.add(answer["policy"]["id"], world.value(selected))
+    value = world.task_reward(name, selected, rng)
+    ok(
+        await client.post("/v1/rewards", json={"recall_id": answer["recall_id"], "value": value}),
+        200,
+        201,
+    )
+    log.add(answer["policy"]["id"], world.task_value(name, selected))
     log.explored += any(m["probability"] < 0.5 for m in answer["selected"])
 
 
 async def run(
     client: httpx.AsyncClient,
-    world: PolicyWorld,
+    world: World,
     *,
     n: int,
     seed: int,

@@ -71,7 +71,7 @@ async def join_kind(
             continue
         if 2 * len(common & set(steps)) <= len(common):
             continue
-        n = sum(contains_in_order(e.actions, steps) for e in wins)
+        n = sum(e.performed(steps) for e in wins)
         if n >= MERGE_MIN and 2 * n >= len(wins) and (best is None or (n, len(steps)) > best[:2]):
             best = (n, len(steps), into)  # the most specific skill they did, on a tie
     if mine is None or best is None:

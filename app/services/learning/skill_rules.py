@@ -78,7 +78,7 @@ class Judge:
         them in order: a person's agent that mostly succeeds is handed what it does too."""
         if self.counterfactual is None:
             return lcb > base
-        without = [e for e in self.counterfactual if not contains_in_order(e.actions, steps)]
+        without = [e for e in self.counterfactual if not e.performed(steps)]
         if len(without) < self.settings.min_support:
             return lcb > 0.0
         return rate >= sum(e.success for e in without) / len(without) + AGENT_MARGIN

@@ -50,6 +50,7 @@ async def read_window(
             if r.created_at > since or (from_agents and not retired.intersection(r.skills_applied))
         ]
     learned = await episodes.learned(namespace, [r.id for r in rows])
+    followed = await skills.named(namespace, sorted({k for r in rows for k in r.skills_applied}))
     views = []
     for row in rows:
         record = learned.get(row.id)
@@ -68,6 +69,12 @@ async def read_window(
                 reward=reward,
                 context=tuple(context.items()),
                 skills=tuple(row.skills_applied),
+                shown=frozenset(
+                    step["action"]
+                    for k in row.skills_applied
+                    if (skill := followed.get(k)) is not None
+                    for step in skill.steps
+                ),
             )
         )
     # An agent's consecutive turns at one task are one episode of it.

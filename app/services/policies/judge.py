@@ -53,6 +53,7 @@ class Logged:
     actions: list[int]
     inclusion: list[float]
     action: dict[str, Any] | None = None
+    task_type: str | None = None
 
     def selected_only(self) -> Logged:
         """The same decision with only its selected candidates (what training reads)."""
@@ -86,6 +87,7 @@ def parse(row: Any) -> Logged | None:
         actions=lists["actions"],
         inclusion=lists["inclusion_pscores"],
         action=action,
+        task_type=getattr(row, "task_type", None),
     )
 
 
@@ -102,6 +104,7 @@ def logs_of(decisions: Sequence[Logged]) -> Logs:
         requests=np.stack([d.request for d in decisions]) if decisions else np.zeros((0, _REQ)),
         rewards=np.asarray([d.reward for d in decisions], dtype=np.float64),
         propensities=np.asarray([d.propensity for d in decisions], dtype=np.float64),
+        task_types=[d.task_type for d in decisions],
     )
 
 
@@ -129,11 +132,11 @@ def _eligible(d: Logged) -> tuple[list[Candidate], np.ndarray, list[str]]:
 
 
 def _gains(
-    model: RewardModel | None, rows: np.ndarray, request: np.ndarray, ids: list[str]
+    model: RewardModel | None, rows: np.ndarray, d: Logged, ids: list[str]
 ) -> dict[str, float] | None:
     if model is None:
         return None
-    values = model.gains(rows, np.repeat(request[None, :], len(rows), axis=0))
+    values = model.gains(rows, np.repeat(d.request[None, :], len(rows), axis=0), d.task_type)
     return dict(zip(ids, values.tolist(), strict=True))
 
 
@@ -161,7 +164,7 @@ def _judged(
             continue
         cands, rows, ids = _eligible(d)
         budget, k = int(d.request[_BUDGET]), int(d.request[_K])
-        target_gains = _gains(model, rows, d.request, ids) or {}
+        target_gains = _gains(model, rows, d, ids) or {}
 
         rebuilt = partial(plan, cands, token_budget=budget, k=k, max_sensitivity="restricted")
         baseline = rebuilt(epsilon=epsilon)
@@ -169,7 +172,7 @@ def _judged(
         if logging_model is None and float(logged_eps) == epsilon:
             logging = baseline
         else:
-            logged_gains = _gains(logging_model, rows, d.request, ids)
+            logged_gains = _gains(logging_model, rows, d, ids)
             logging = rebuilt(epsilon=float(logged_eps), gains=logged_gains, reach=reach)
         target = rebuilt(epsilon=epsilon, gains=target_gains, reach=reach)
         selected = frozenset(mid for mid, a in zip(d.ids, d.actions, strict=False) if a)

@@ -4,6 +4,7 @@ back once they are surely worse)."""
 
 from __future__ import annotations
 
+import statistics
 from datetime import UTC, datetime
 from typing import Any
 
@@ -73,6 +74,7 @@ async def check_canary(
     if len(others) >= settings.canary_min_rewards:
         verdict, bound, other = sequential.compare(mine, others, alpha=alpha, tight_at=tight_at)
         low, high = other.low, other.high
+        spread = statistics.pstdev([*mine, *others])
         source = f"the {len(others)} recalls the others decided meanwhile"
     else:
         estimate = ((canary.evaluation or {}).get("estimates") or {}).get("baseline", {}).get("dr")
@@ -80,6 +82,7 @@ async def check_canary(
             return {"policy_id": canary.id, "rewards": len(mine), "baseline": None}
         low, high = estimate["low"], estimate["high"]
         verdict, bound = sequential.against(mine, low, high, alpha=alpha, tight_at=tight_at)
+        spread = statistics.pstdev(mine)
         source = "baseline_v0's estimate in its evaluation"
     now = datetime.now(UTC)
     figures = (
@@ -101,6 +104,11 @@ async def check_canary(
         return found | {"promoted": True}
     if len(mine) >= settings.canary_max_rewards:
         retire(canary, now, f"rolled back, no difference shown: {figures}")
+        return found | {"rolled_back": True}
+    margin = settings.canary_min_effect * spread
+    if margin > 0 and bound.high - low < margin:
+        gain = f"its gain is surely below {margin:.4f} ({settings.canary_min_effect:g} sd)"
+        retire(canary, now, f"rolled back, {gain}: {figures}")
         return found | {"rolled_back": True}
     return found
 

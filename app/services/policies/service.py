@@ -170,21 +170,26 @@ class PolicyService:
     async def activate(
         self, namespace: str, policy_id: str, body: PolicyActivate, *, actor: Principal | None
     ) -> PolicyRead:
-        """Make it the canary: only on a `better` verdict, or forced with a reason."""
+        """Make it the canary: on a `better` verdict; on trial when its evaluation could
+        not certify it but does not rule out a gain (the canary's test decides then); or
+        forced with a reason."""
         row = await self._row(namespace, policy_id, lock=True)
         if row.status not in ("candidate", "retired"):
             raise Conflict(f"policy {policy_id!r} is {row.status}: only a candidate or a retired "
                            "policy can be activated")  # fmt: skip
-        verdict = (row.evaluation or {}).get("verdict")
+        evaluation = row.evaluation or {}
+        verdict = evaluation.get("verdict")
         if body.force and not body.reason:
             raise InvalidInput("reason: a forced activation needs one", field="reason")
-        if verdict != "better" and not body.force:
-            why = (row.evaluation or {}).get("reason") or "it has not been evaluated"
+        how = "better" if verdict == "better" else "trial" if may_try(evaluation) else None
+        if how is None and not body.force:
+            why = evaluation.get("reason") or "it has not been evaluated"
             raise Conflict(
                 f"policy {policy_id!r} is not activated: its evaluation's verdict is "
                 f"{verdict or 'none'} ({why})",
                 id=policy_id,
             )
+        how = how or "forced"
         now = datetime.now(UTC)
         for other in await self.repo.deciding(namespace):
             if other.status == "canary" and other.id != row.id:
@@ -194,11 +199,11 @@ class PolicyService:
         row.activated_at = now
         row.retired_at = None
         row.updated_at = now
-        row.status_reason = (
-            f"forced: {body.reason}"
-            if verdict != "better"
-            else f"evaluated better: {(row.evaluation or {}).get('reason')}"
-        )
+        row.status_reason = {
+            "better": f"evaluated better: {evaluation.get('reason')}",
+            "trial": f"on trial (the logs could not certify it): {evaluation.get('reason')}",
+            "forced": f"forced: {body.reason}",
+        }[how]
         await audit.record(
             self.session,
             action="policy.activate",
@@ -206,7 +211,8 @@ class PolicyService:
             actor=actor,
             target=policy_id,
             canary_share=body.canary_share,
-            forced=verdict != "better",
+            forced=how == "forced",
+            trial=how == "trial",
             verdict=verdict,
             reason=body.reason,
         )
@@ -226,6 +232,17 @@ class PolicyService:
             self.session, action="policy.retire", namespace=namespace, actor=actor, target=policy_id
         )
         return read(row, self.recall)
+
+
+def may_try(evaluation: dict[str, Any]) -> bool:
+    """Whether an evaluation that does not certify a policy leaves a gain possible: its
+    verdict is `not_better` (the decisions were supported) and the improvement's interval,
+    by the verdict's estimator, reaches above 0. Such a policy may be tried as a canary,
+    whose own test promotes it or rolls it back."""
+    found = (evaluation.get("improvement") or {}).get(evaluation.get("estimator") or "")
+    if evaluation.get("verdict") != "not_better" or not found:
+        return False
+    return bool(found["high"] > 0)
 
 
 def _iso(moment: datetime | None) -> str | None:

@@ -168,7 +168,11 @@ class RecallService:
         gains = None
         if decider.model is not None and features:
             gains = decider.model.gains_of(
-                features, token_budget=req.token_budget, k=req.k, n_scope_keys=n_scope_keys
+                features,
+                token_budget=req.token_budget,
+                k=req.k,
+                n_scope_keys=n_scope_keys,
+                task_type=req.task_type,
             )
         decision = decide(
             candidates,
