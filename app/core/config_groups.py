@@ -124,7 +124,7 @@ class Learning(BaseModel):
     # A canary goes back sooner once its gain is surely below this many standard
     # deviations of the rewards: no gain worth its share (a policy on trial, whose
     # evaluation could not certify it, is most often one of these).
-    canary_min_effect: float = Field(default=0.3, ge=0)
+    canary_min_effect: float = Field(default=0.5, ge=0)
     # The API's own worker takes smaller batches: each one holds the event loop.
     api_batch_size: int = Field(default=64, ge=1)
     # While the API serves concurrent writes, its worker waits (up to max_defer_s), then

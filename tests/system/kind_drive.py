@@ -1,8 +1,9 @@
 """Drive the kind world (bench/kindworld.py) as a user with the default settings would:
 log recalls with the server's own exploration, train a policy after `first` rewarded
-recalls and ask to activate it as a canary (the default share); when the verdict does not
-back it, log `every` more and train again; once it is a canary, go on until its own test
-promotes or rolls it back, or `budget` rewarded recalls in all were made."""
+recalls and ask to activate it as a canary (the default share); when the activation is
+refused, or the canary's own test rolls it back, log `every` more and train again (on
+everything logged, the canary's recalls too); stop once a canary is promoted or `budget`
+rewarded recalls in all were made."""
 
 from __future__ import annotations
 
@@ -60,22 +61,24 @@ async def on_kinds(
 
     await more(first)
     policy: dict[str, Any] | None = None
-    while made < budget and out.activated_at is None:
+    while made < budget:
         await wait()
         policy = await train(client, wait, since=log.since.isoformat())
         out.verdicts.append(policy["evaluation"]["verdict"])
         out.evaluation = policy["evaluation"]
         response = await client.post(f"/v1/policies/{policy['id']}/activate", json={})
-        if response.status_code == 200:
-            out.activated_at = made
+        if response.status_code != 200:
+            await more(every)
+            continue
+        policy, out.activated_at = response.json(), made
+        while made < budget and policy["status"] == "canary":
+            await more(CHUNK)
+            await wait()
+            policy = ok(await client.get(f"/v1/policies/{policy['id']}"))
+        if policy["status"] == "active":
             break
-        await more(every)
-    while policy is not None and out.activated_at is not None and made < budget:
-        await more(CHUNK)
-        await wait()
-        policy = ok(await client.get(f"/v1/policies/{policy['id']}"))
-        if policy["status"] != "canary":
-            break
+        if policy["status"] == "retired":
+            await more(every)
     if policy is not None:
         await wait()
         policy = ok(await client.get(f"/v1/policies/{policy['id']}"))

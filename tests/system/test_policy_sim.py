@@ -12,6 +12,7 @@ from fastapi import FastAPI
 
 from app.core.config import Settings
 from app.worker.runner import Worker
+from tests.system.kind_drive import on_kinds
 from tests.system.policy_drive import estimate, prove, without_exploration
 
 SEED = 7
@@ -103,3 +104,34 @@ async def test_other_worlds_too(
     if backend == "libsql":
         pytest.skip("the simulations do not repeat on libSQL yet (test_learning_sim.py)")
     await check_proof(app, client, seed=seed)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("settings", [0.1], indirect=True)
+async def test_a_gain_only_the_task_kind_shows_is_learned_tried_and_promoted(
+    app: FastAPI, client: httpx.AsyncClient, backend: str
+) -> None:
+    """The kind world (bench/kindworld.py) at the default exploration: facts help one kind
+    of task and preferences the other. The logs cannot certify the learned policy (it is
+    far from baseline_v0's choices), so it goes on trial as a canary, and its own test
+    promotes it within the issue's 2,100 rewarded recalls; on the same world made inert,
+    it is never promoted."""
+    if backend == "libsql":
+        pytest.skip("the simulations do not repeat on libSQL yet (test_learning_sim.py)")
+    found = await on_kinds(client, seed=2, wait=drain(app).drain)
+    assert found.status == "active", found
+    assert found.promoted_after is not None, found
+    assert found.promoted_after <= 2100, found
+    assert found.learned_true - found.baseline_true >= MARGIN, found
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("settings", [0.1], indirect=True)
+async def test_on_an_inert_kind_world_nothing_is_promoted(
+    app: FastAPI, client: httpx.AsyncClient, backend: str
+) -> None:
+    if backend == "libsql":
+        pytest.skip("the simulations do not repeat on libSQL yet (test_learning_sim.py)")
+    found = await on_kinds(client, seed=2, wait=drain(app).drain, inert=True)
+    assert found.status != "active", found
+    assert "better" not in found.verdicts, found
