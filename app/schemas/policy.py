@@ -88,6 +88,10 @@ class Evaluation(BaseModel):
     until: datetime | None = Field(default=None, description="The last decision evaluated")
     n_decisions: int = Field(default=0, description="Logged decisions in the window")
     n_supported: int = Field(default=0, description="Those the estimates use (with support)")
+    n_left_out: int = Field(
+        default=0,
+        description="A learned policy's decisions whose logs cannot judge this one, left out",
+    )
     supported_share: float | None = Field(
         default=None, description="Share of the decisions whose logs can express the policy"
     )

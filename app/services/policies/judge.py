@@ -117,6 +117,10 @@ class Judged:
     rewards: list[float] = field(default_factory=list)
     logged_predictions: list[float] = field(default_factory=list)
     unusable: int = 0
+    # Decisions of a learned policy whose logs cannot express the target's (or baseline's)
+    # choices: left out, not counted against the support. Which policy decided a recall
+    # was drawn independently of the request, so the rest are still a fair sample.
+    left_out: int = 0
 
 
 def _eligible(d: Logged) -> tuple[list[Candidate], np.ndarray, list[str]]:
@@ -188,6 +192,9 @@ def _judged(
             found.unusable += 1
             continue
         (p, b), predicted = out
+        if logging_model is not None and not (p.supported and b.supported):
+            found.left_out += 1
+            continue
         found.policy.append(p)
         found.baseline.append(b)
         found.rewards.append(d.reward)
@@ -218,6 +225,7 @@ def judge(
         seed=seed,
     )
     summary["epsilon"] = epsilon
+    summary["n_left_out"] = found.left_out
     every = [d for decisions, _ in folds for d in decisions]
     if every:
         summary["since"] = min(d.created_at for d in every).isoformat()
