@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 
 from app.learning.encodings import MEMORY_STATUSES, MEMORY_TYPES
 from app.learning.features import CANDIDATE_FEATURES, REQUEST_FEATURES, SCHEMA_VERSION
-from app.learning.ridge import choose_shrink, penalty
+from app.learning.ridge import CrossValidation, cv_blocks, penalty
 
 KIND = "linear_bandit"
 # 2: expected_utility left out (a clipped copy of reward_mean: the fit gave the two large
@@ -242,16 +242,18 @@ def fit(
         beta = solve(gram, moment, penalty(a.shape[1], l2, shrink, numeric=_COLUMNS))
         return RewardModel(float(beta[0]), beta[1:], mean, scale, low, high, kinds)
 
-    def chosen(left_out: NDArray[np.int64]) -> float:
-        return choose_shrink(a, w, logs.rewards, sums, solve, left_out, l2=l2, numeric=_COLUMNS)
-
-    shrink = chosen(np.zeros(0, dtype=np.int64))
-    whole = model(gram, moment, shrink)
+    # Cross-validation's blocks: the folds, then what they leave cut in CV_FOLDS; each
+    # block's sums are taken once.
+    blocks = cv_blocks(n, folds)
+    cv = CrossValidation(a, w, logs.rewards, blocks, [sums(b) for b in blocks], solve)
+    chosen = cv.shrink(gram, moment, l2=l2, numeric=_COLUMNS)
+    whole = model(gram, moment, chosen)
     out_of_fold = []
-    for rows in folds:
+    for k, rows in enumerate(folds):
         # The fold's rewards choose nothing of its model, its shrink included.
         g, m = sums(rows)
-        out_of_fold.append(model(gram - g, moment - m, chosen(rows)))
+        shrink = cv.shrink(gram - g, moment - m, l2=l2, numeric=_COLUMNS, skip=k)
+        out_of_fold.append(model(gram - g, moment - m, shrink))
     predicted = a @ np.concatenate([[whole.intercept], whole.weights])
     residual = logs.rewards - predicted
     total = float(np.sum(w * (logs.rewards - np.average(logs.rewards, weights=w)) ** 2))
@@ -261,7 +263,7 @@ def fit(
         "mean_reward": float(logs.rewards.mean()) if n else 0.0,
         "weighted_r2": 1.0 - float(np.sum(w * residual**2)) / total if total > 0 else 0.0,
         "rmse": float(np.sqrt(np.mean(residual**2))) if n else 0.0,
-        "numeric_shrink": shrink,
+        "numeric_shrink": chosen,
         "clipped_share": float(np.mean(1.0 / np.maximum(logs.propensities, 1e-12) > clip))
         if n
         else 0.0,

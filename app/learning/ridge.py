@@ -1,12 +1,13 @@
 """Ridge regression's penalties (pure numpy): none for the intercept, l2 for the one-hot
 columns, and l2 times a shrink for the numeric ones, the SHRINK whose models predict the
-rewards of decisions they did not see best (CV_FOLDS blocks in time). Where only the
-memories' types tell them apart, the numeric features fit noise, and a window of a
-thousand recalls cannot outweigh thirty of them; where they matter, the least shrink wins."""
+rewards of decisions they did not see best (blocks in time). Where only the memories'
+types tell them apart, the numeric features fit noise, and a window of a thousand
+recalls cannot outweigh thirty of them; where they matter, a small shrink wins."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
@@ -15,6 +16,7 @@ Floats = NDArray[np.float64]
 Rows = NDArray[np.int64]
 SHRINK = (1.0, 10.0, 100.0, 1e3, 1e4, 1e5)
 CV_FOLDS = 5
+MIN_DECISIONS = 4 * CV_FOLDS  # fewer: no choice, a shrink of 1
 
 
 def penalty(size: int, l2: float, shrink: float, *, numeric: int) -> Floats:
@@ -26,35 +28,46 @@ def penalty(size: int, l2: float, shrink: float, *, numeric: int) -> Floats:
     return out
 
 
-def choose_shrink(
-    a: Floats,
-    w: Floats,
-    rewards: Floats,
-    sums: Callable[[Rows], tuple[Floats, Floats]],
-    solve: Callable[[Floats, Floats, Floats], Floats],
-    left_out: Rows,
-    *,
-    l2: float,
-    numeric: int,
-) -> float:
-    """The SHRINK whose models, each fitted without one of CV_FOLDS blocks of the decisions
-    (those of `left_out` aside), predict the blocks' rewards best, weighted by `w` as the
-    fit is; 1 with too few decisions. `sums(rows)` is the regression's (gram, moment) over
-    those rows, `solve(gram, moment, penalty)` its coefficients."""
-    kept = np.setdiff1d(np.arange(len(rewards)), left_out)
-    if len(kept) < 4 * CV_FOLDS:
-        return 1.0
-    blocks = [b.astype(np.int64) for b in np.array_split(kept, CV_FOLDS)]
-    gram, moment = sums(kept)
-    parts = [sums(b) for b in blocks]
-    best: tuple[float, float] | None = None
-    for shrink in SHRINK:
-        penalties = penalty(a.shape[1], l2, shrink, numeric=numeric)
-        error = 0.0
-        for rows, (g, m) in zip(blocks, parts, strict=True):
-            beta = solve(gram - g, moment - m, penalties)
-            error += float(np.sum(w[rows] * (rewards[rows] - a[rows] @ beta) ** 2))
-        if best is None or error < best[0]:
-            best = (error, shrink)
-    assert best is not None
-    return best[1]
+def cv_blocks(n: int, folds: Sequence[Rows]) -> list[Rows]:
+    """The blocks of cross-validation: the given folds (decision indices), then the
+    decisions they leave cut into CV_FOLDS blocks in time."""
+    taken = np.concatenate([np.asarray(f, dtype=np.int64) for f in folds]) if folds else None
+    rest = np.setdiff1d(np.arange(n), taken) if taken is not None else np.arange(n)
+    tail = [b.astype(np.int64) for b in np.array_split(rest, CV_FOLDS) if len(b)]
+    return [np.asarray(f, dtype=np.int64) for f in folds] + tail
+
+
+@dataclass
+class CrossValidation:
+    """Blocks of decisions with their regression sums (gram, moment), taken once."""
+
+    a: Floats  # the design, a row per decision
+    w: Floats  # each decision's weight in the fit
+    rewards: Floats
+    blocks: list[Rows]
+    parts: list[tuple[Floats, Floats]]
+    solve: Callable[[Floats, Floats, Floats], Floats]  # (gram, moment, penalty) -> coefficients
+
+    def shrink(
+        self, gram: Floats, moment: Floats, *, l2: float, numeric: int, skip: int | None = None
+    ) -> float:
+        """The SHRINK whose models, each fitted on `gram`, `moment` less one block, predict
+        that block's rewards best (weighted as the fit is); the block `skip` (left out of
+        the sums already) takes no part."""
+        used = [k for k in range(len(self.blocks)) if k != skip and len(self.blocks[k])]
+        if sum(len(self.blocks[k]) for k in used) < MIN_DECISIONS or len(used) < 2:
+            return 1.0
+        best: tuple[float, float] | None = None
+        for shrink in SHRINK:
+            penalties = penalty(self.a.shape[1], l2, shrink, numeric=numeric)
+            error = 0.0
+            for k in used:
+                rows, (g, m) = self.blocks[k], self.parts[k]
+                beta = self.solve(gram - g, moment - m, penalties)
+                error += float(
+                    np.sum(self.w[rows] * (self.rewards[rows] - self.a[rows] @ beta) ** 2)
+                )
+            if best is None or error < best[0]:
+                best = (error, shrink)
+        assert best is not None
+        return best[1]
