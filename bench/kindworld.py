@@ -27,6 +27,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from bench.policyworld import memory_body
+
 NOTES = 24
 BUDGET = 300
 K = 8
@@ -50,13 +52,7 @@ class Note:
     confidence: float
 
     def body(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "type": self.type,
-            "content": self.content,
-            "confidence": self.confidence,
-            "criticality": self.criticality,
-        }
+        return memory_body(self)
 
 
 class KindWorld:

@@ -79,6 +79,17 @@ TYPES = {
 }
 
 
+def memory_body(note: Any) -> dict[str, Any]:
+    """A note's `POST /v1/memories` body: its id, type, content, confidence, criticality."""
+    return {
+        "id": note.id,
+        "type": note.type,
+        "content": note.content,
+        "confidence": note.confidence,
+        "criticality": note.criticality,
+    }
+
+
 @dataclass(frozen=True)
 class Note:
     """A memory of the world, with its hidden effect on the reward."""
@@ -95,13 +106,7 @@ class Note:
 
     def body(self) -> dict[str, Any]:
         """Its `POST /v1/memories` body (the effect stays hidden)."""
-        return {
-            "id": self.id,
-            "type": self.type,
-            "content": self.content,
-            "confidence": self.confidence,
-            "criticality": self.criticality,
-        }
+        return memory_body(self)
 
 
 @dataclass(frozen=True)

@@ -170,3 +170,31 @@ def test_rewards_are_the_true_value_plus_noise() -> None:
                 assert -1 <= w.value(choice) <= 1
     names = [world.sample(rng) for _ in range(600)]
     assert {names.count(t.name) for t in world.task_types} <= set(range(70, 131))
+
+
+def test_the_kind_world_separates_memories_by_the_kind_and_type_alone() -> None:
+    import random
+
+    from bench.kindworld import KINDS, TYPES, KindWorld
+
+    world = KindWorld(3)
+    notes = list(world.notes.values())
+    assert sorted({n.type for n in notes}) == sorted(TYPES)
+    # Each memory helps one kind as much as it hurts the other: the same mean for all.
+    for n in notes:
+        assert sum(world.helps(n.id, kind) for kind in KINDS) == 0
+    # Picking one type is right for one kind and wrong for the other.
+    facts = [n.id for n in notes if n.type == "fact"][:7]
+    assert world.task_value(KINDS[0], facts) > 0.9
+    assert world.task_value(KINDS[1], facts) < 0.1
+    # Every task finds every memory (the same words), within the budget seven at a time.
+    assert all(
+        set(world.recall_body(kind)["task"].split()[1:4]) <= set(n.content.split())
+        for n in notes
+        for kind in KINDS
+    )
+    rng = random.Random(1)
+    rewards = [world.task_reward(KINDS[0], facts, rng) for _ in range(400)]
+    assert 0.9 < sum(rewards) / len(rewards) <= 1.0
+    inert = KindWorld(3, inert=True)
+    assert inert.task_value(KINDS[0], facts) == inert.task_value(KINDS[1], facts) == 0.5
