@@ -113,10 +113,11 @@ async def activate_policy(
     session: WriteSessionDep,
     state: StateDep,
 ) -> PolicyRead:
-    """Make it the canary for `canary_share` of the recalls, with exploration on: only if
-    its doubly robust lower bound beats baseline_v0's estimate (else 409), or forced with a
-    reason (audited). It is promoted once its rewarded recalls hold up, rolled back when
-    they fall below the baseline's interval."""
+    """Make it the canary for `canary_share` of the recalls, with exploration on: when its
+    evaluation found it better; on trial when the logs could not certify it but leave a
+    gain possible; else 409, unless forced with a reason. Each is audited. Its own
+    sequential test promotes it once its rewards are surely above the others', and rolls
+    it back once they are surely below or its gain surely too small."""
     found = await _service(session, state).activate(
         principal.namespace, policy_id, body, actor=principal
     )

@@ -225,7 +225,8 @@ def policy_activate(
     force: Annotated[bool, Opt("--force", help="Without a better verdict (audited)")] = False,
     reason: Annotated[str | None, Opt(help="Why (recorded with --force)")] = None,
 ) -> None:
-    """Start a policy's canary: refused unless its evaluation found it better, or forced."""
+    """Start a policy's canary: when its evaluation found it better, on trial when the logs
+    could not certify it but leave a gain possible; refused if surely worse, unless forced."""
     with connect(url, key) as engram:
         policy = engram.policies.activate(
             policy_id, canary_share=canary_share, force=force or None, reason=reason
