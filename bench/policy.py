@@ -174,20 +174,18 @@ def table(
     return "\n".join(rows)
 
 
-def _server(path: Path, seed: int, epsilon: float, tree: Path | None) -> EngramServer:
-    """A seeded server of the tree (this checkout's by default) exploring at epsilon."""
-    return EngramServer(
-        path,
-        ENGRAM_LOG_REQUESTS="false",
-        ENGRAM_RECALL__SEED=str(seed),
-        ENGRAM_RECALL__EPSILON=str(epsilon),
-        tree=tree,
-    ).start()
+def seeded_server(path: Path, seed: int, epsilon: float | None, tree: Path | None) -> EngramServer:
+    """A seeded server of the tree (this checkout's by default) exploring at epsilon (None:
+    the service's default)."""
+    env = {"ENGRAM_LOG_REQUESTS": "false", "ENGRAM_RECALL__SEED": str(seed)}
+    if epsilon is not None:
+        env["ENGRAM_RECALL__EPSILON"] = str(epsilon)
+    return EngramServer(path, tree=tree, **env).start()
 
 
 async def one_seed(seed: int, args: argparse.Namespace) -> tuple[Proof, tuple[dict[str, Any], int]]:
     with tempfile.TemporaryDirectory(prefix="engram-bench-") as tmp:
-        server = _server(Path(tmp) / "on", seed, args.epsilon, args.tree)
+        server = seeded_server(Path(tmp) / "on", seed, args.epsilon, args.tree)
         try:
             async with httpx.AsyncClient(base_url=server.url, timeout=120) as client:
                 proof = await prove(
@@ -202,7 +200,7 @@ async def one_seed(seed: int, args: argparse.Namespace) -> tuple[Proof, tuple[di
                 )
         finally:
             server.stop()
-        server = _server(Path(tmp) / "off", seed, 0.0, args.tree)
+        server = seeded_server(Path(tmp) / "off", seed, 0.0, args.tree)
         try:
             async with httpx.AsyncClient(base_url=server.url, timeout=120) as client:
                 refusal = await without_exploration(
@@ -215,7 +213,7 @@ async def one_seed(seed: int, args: argparse.Namespace) -> tuple[Proof, tuple[di
 
 async def noise_seed(seed: int, args: argparse.Namespace, *, force: bool) -> OnNoise:
     with tempfile.TemporaryDirectory(prefix="engram-bench-") as tmp:
-        server = _server(Path(tmp), seed, args.epsilon, args.tree)
+        server = seeded_server(Path(tmp), seed, args.epsilon, args.tree)
         try:
             async with httpx.AsyncClient(base_url=server.url, timeout=120) as client:
                 return await on_noise(
@@ -286,7 +284,7 @@ async def main() -> None:
         from bench.policy_kinds import kinds
 
         args.epsilon = None if "--epsilon" not in sys.argv else args.epsilon
-        await kinds(args)
+        await kinds(args, seeded_server)
         return
     if args.world == "noise":
         args.share = 0.1 if args.share is None else args.share

@@ -14,6 +14,7 @@ import math
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -22,17 +23,13 @@ from tests.server import EngramServer
 from tests.system.kind_drive import OnKinds, on_kinds
 from tests.system.simulate import settle
 
-
-def _server(path: Path, seed: int, args: argparse.Namespace) -> EngramServer:
-    env = {"ENGRAM_LOG_REQUESTS": "false", "ENGRAM_RECALL__SEED": str(seed)}
-    if args.epsilon is not None:
-        env["ENGRAM_RECALL__EPSILON"] = str(args.epsilon)
-    return EngramServer(path, tree=args.tree, **env).start()
+# bench.policy's seeded_server: (data dir, seed, epsilon or None, tree) -> a started server.
+Server = Callable[[Path, int, float | None, Path | None], EngramServer]
 
 
-async def one(seed: int, args: argparse.Namespace, *, inert: bool) -> OnKinds:
+async def one(seed: int, args: argparse.Namespace, server_of: Server, *, inert: bool) -> OnKinds:
     with tempfile.TemporaryDirectory(prefix="engram-bench-") as tmp:
-        server = _server(Path(tmp), seed, args)
+        server = server_of(Path(tmp), seed, args.epsilon, args.tree)
         try:
             async with httpx.AsyncClient(base_url=server.url, timeout=120) as client:
                 return await on_kinds(
@@ -73,13 +70,13 @@ def table(runs: list[tuple[OnKinds, OnKinds]], budget: int) -> str:
     return "\n".join(rows)
 
 
-async def kinds(args: argparse.Namespace) -> None:
+async def kinds(args: argparse.Namespace, server_of: Server) -> None:
     runs = []
     started = time.perf_counter()
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         t = time.perf_counter()
-        real = await one(seed, args, inert=False)
-        inert = await one(seed, args, inert=True)
+        real = await one(seed, args, server_of, inert=False)
+        inert = await one(seed, args, server_of, inert=True)
         runs.append((real, inert))
         print(
             f"seed {seed}: {real} / inert {inert} ({time.perf_counter() - t:.0f} s)",

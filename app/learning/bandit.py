@@ -77,6 +77,12 @@ def kinds_of(task_types: Sequence[str | None]) -> tuple[str, ...]:
     return tuple(sorted(kinds)) if len(kinds) >= 2 else ()
 
 
+def kind_index(kinds: Sequence[str], task_types: Sequence[str | None]) -> Ints:
+    """Each task type's place among `kinds` (-1: none of them)."""
+    at = {kind: i for i, kind in enumerate(kinds)}
+    return np.asarray([at.get(t, -1) if t else -1 for t in task_types], dtype=np.int64)
+
+
 def basis(
     rows: Floats,
     requests: Floats,
@@ -119,17 +125,12 @@ class RewardModel:
     high: Floats
     kinds: tuple[str, ...] = ()  # the task types with a type weight of their own
 
-    def kind_index(self, task_types: Sequence[str | None]) -> Ints:
-        """Each task type's place among the model's kinds (-1: none of them)."""
-        at = {kind: i for i, kind in enumerate(self.kinds)}
-        return np.asarray([at.get(t, -1) if t else -1 for t in task_types], dtype=np.int64)
-
     def gains(self, rows: Floats, requests: Floats, task_type: str | None = None) -> Floats:
         """Predicted reward gain of selecting each candidate (all of one request, of
         `task_type`)."""
         if len(rows) == 0:
             return np.zeros(0)
-        kinds = np.repeat(self.kind_index([task_type]), len(rows))
+        kinds = np.repeat(kind_index(self.kinds, [task_type]), len(rows))
         phi = basis(
             rows, requests, self.mean, self.scale, self.low, self.high,
             kinds=kinds, n_kinds=len(self.kinds),
@@ -217,9 +218,7 @@ def fit(
         low, high = np.full(len(NUMERIC), -np.inf), np.full(len(NUMERIC), np.inf)
     scale = np.where(scale > 1e-9, scale, 1.0)
     kinds = kinds_of(logs.task_types)
-    at = RewardModel(0.0, np.zeros(0), mean, scale, low, high, kinds).kind_index(
-        logs.task_types or [None] * n
-    )
+    at = kind_index(kinds, logs.task_types or [None] * n)
     phi = basis(
         logs.rows, logs.requests[logs.owner], mean, scale, low, high,
         kinds=at[logs.owner], n_kinds=len(kinds),
