@@ -22,13 +22,13 @@ without exploration.
 --tree runs the server of another checkout (say `git archive HEAD` unpacked), to compare
 two versions on the same seeds.
 
-    python -m bench.policy --world noise [--seeds 10] [--epsilon 0.1] [--share 0.1]
+    python -m bench.policy --world noise [--seeds 10] [--epsilon 0.1] [--share S]
 
 runs the inert world instead (rewards are pure noise: no policy is better): per seed, a
-policy trained on --logged recalls is activated as a canary for --share of the recalls
-as a user would (409 unless its verdict is better), --online recalls follow, and the
-table says where it ended; then the same with the activation forced, which puts the
-canary's own sequential test to work.
+policy trained on --logged recalls is activated as a canary as a user would (for the
+service's default share unless --share; 409 unless its verdict is better or it may go on
+trial), --online recalls follow, and the table says where it ended; then the same with
+the activation forced, which puts the canary's own sequential test to work.
 """
 
 from __future__ import annotations
@@ -287,7 +287,6 @@ async def main() -> None:
         await kinds(args, seeded_server)
         return
     if args.world == "noise":
-        args.share = 0.1 if args.share is None else args.share
         await noise(args)
         return
     args.share = 1.0 if args.share is None else args.share

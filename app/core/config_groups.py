@@ -112,9 +112,9 @@ class Learning(BaseModel):
     pass_interval_s: float = Field(default=300.0, ge=0)
     batch_size: int = Field(default=512, ge=1)
     # A canary recall policy is judged once this many of its recalls are rewarded, then
-    # after each reward: promoted when its mean is surely above the others', rolled back
-    # when surely below, a wrong verdict at most canary_alpha likely however often it is
-    # checked. The test is tightest at canary_promote_after of its rewards.
+    # after each reward: promoted when its gain over the others' is surely above 0, rolled
+    # back when surely below, a wrong verdict at most canary_alpha likely however often it
+    # is checked. The test is tightest at canary_promote_after of its rewards.
     canary_min_rewards: int = Field(default=50, ge=2)
     canary_promote_after: int = Field(default=500, ge=2)
     canary_alpha: float = Field(default=0.05, gt=0, lt=1)

@@ -54,13 +54,22 @@ def compare(
     *,
     alpha: float,
     tight_at: int,
-) -> tuple[Verdict | None, Bound, Bound]:
+    ratio: int = 1,
+) -> tuple[Verdict | None, Bound]:
     """Whether `mine` has a higher mean than `others` ("better"), a lower one ("worse"), or
-    neither is clear yet (None): each stream's sequence at alpha / 2, so that a verdict is
-    wrong with probability at most alpha however often it is asked."""
-    a = sequence(mine, alpha=alpha / 2, tight_at=tight_at)
-    b = sequence(others, alpha=alpha / 2, tight_at=tight_at)
-    return _verdict(a, b.low, b.high), a, b
+    neither is clear yet (None), with the confidence sequence of the difference: the k-th
+    of mine less the mean of the k-th block of `ratio` others (the streams' expected
+    ratio, fixed in advance), so that a verdict is wrong with probability at most alpha
+    however often it is asked. One sequence of differences is about 1.4 times narrower
+    than two sequences' intervals that must part, so a verdict comes with about half the
+    rewards."""
+    ratio = max(1, ratio)
+    pairs = min(len(mine), len(others) // ratio)
+    differences = [
+        mine[k] - math.fsum(others[k * ratio : (k + 1) * ratio]) / ratio for k in range(pairs)
+    ]
+    gain = sequence(differences, alpha=alpha, tight_at=tight_at)
+    return _verdict(gain, 0.0, 0.0), gain
 
 
 def against(

@@ -296,18 +296,18 @@ async def on_noise(
     logged: int,
     online: int,
     wait: Wait,
-    share: float,
+    share: float | None,
     force: bool = False,
     concurrency: int = 1,
 ) -> OnNoise:
     """Log baseline_v0 on the inert world, train, ask to activate a canary for `share` of
-    the recalls (`force`: whatever the verdict, to put the canary's own test to work),
-    make `online` more, and report where the policy ended."""
+    the recalls (None: the service's default; `force`: whatever the verdict, to put the
+    canary's own test to work), make `online` more, and report where the policy ended."""
     world = PolicyWorld(seed, inert=True)
     await plant(client, world)
     logs = await run(client, world, n=logged, seed=seed, concurrency=concurrency)
     learned = await train(client, wait, **logs.window())
-    body: dict[str, Any] = {"canary_share": share}
+    body: dict[str, Any] = {} if share is None else {"canary_share": share}
     if force:
         body |= {"force": True, "reason": "the canary's test on pure noise"}
     response = await client.post(f"/v1/policies/{learned['id']}/activate", json=body)

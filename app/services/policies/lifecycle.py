@@ -54,11 +54,12 @@ async def check_canary(
     session: AsyncSession, namespace: str, *, settings: Learning
 ) -> dict[str, Any]:
     """Promote the canary once its rewards are surely better than the others', roll it
-    back once they are surely worse; else leave it deciding its share. "Surely": by
-    confidence sequences (app/learning/sequential.py), so that checking after every
-    reward does not make a wrong verdict likelier than `canary_alpha`. The others are the
-    recalls the other policies decided meanwhile or, when it decides them all,
-    baseline_v0's estimate in the canary's evaluation."""
+    back once they are surely worse, or its gain surely too small to be worth it; else
+    leave it deciding its share. "Surely": by a confidence sequence of the gain
+    (app/learning/sequential.py), so that checking after every reward does not make a
+    wrong verdict likelier than `canary_alpha`. The others are the recalls the other
+    policies decided meanwhile or, when it decides them all, baseline_v0's estimate in
+    the canary's evaluation."""
     repo = PolicyRepository(session)
     deciding = await repo.deciding(namespace)
     canary = next((r for r in deciding if r.status == "canary"), None)
@@ -71,25 +72,36 @@ async def check_canary(
         namespace, since=canary.activated_at, policy_id=canary.id, other=True
     )
     alpha, tight_at = settings.canary_alpha, settings.canary_promote_after
+    mean = statistics.fmean(mine)
     if len(others) >= settings.canary_min_rewards:
-        verdict, bound, other = sequential.compare(mine, others, alpha=alpha, tight_at=tight_at)
-        low, high = other.low, other.high
+        share = canary.canary_share or 0.5
+        ratio = max(1, round((1.0 - share) / share))
+        verdict, gain = sequential.compare(
+            mine, others, alpha=alpha, tight_at=tight_at, ratio=ratio
+        )
         spread = statistics.pstdev([*mine, *others])
-        source = f"the {len(others)} recalls the others decided meanwhile"
+        figures = (
+            f"mean reward {mean:.4f} over {len(mine)} recalls, "
+            f"{statistics.fmean(others):.4f} over the {len(others)} the others decided "
+            f"meanwhile; gain {gain.mean:+.4f} [{gain.low:+.4f}, {gain.high:+.4f}]"
+        )
+        low, most = gain.low, gain.high
     else:
         estimate = ((canary.evaluation or {}).get("estimates") or {}).get("baseline", {}).get("dr")
         if estimate is None:
             return {"policy_id": canary.id, "rewards": len(mine), "baseline": None}
-        low, high = estimate["low"], estimate["high"]
-        verdict, bound = sequential.against(mine, low, high, alpha=alpha, tight_at=tight_at)
+        verdict, bound = sequential.against(
+            mine, estimate["low"], estimate["high"], alpha=alpha, tight_at=tight_at
+        )
         spread = statistics.pstdev(mine)
-        source = "baseline_v0's estimate in its evaluation"
+        figures = (
+            f"mean reward {mean:.4f} [{bound.low:.4f}, {bound.high:.4f}] over {len(mine)} "
+            f"recalls; baseline_v0's estimate in its evaluation: "
+            f"[{estimate['low']:.4f}, {estimate['high']:.4f}]"
+        )
+        low, most = bound.low - estimate["high"], bound.high - estimate["low"]
     now = datetime.now(UTC)
-    figures = (
-        f"mean reward {bound.mean:.4f} [{bound.low:.4f}, {bound.high:.4f}] over {len(mine)} "
-        f"recalls; {source}: [{low:.4f}, {high:.4f}]"
-    )
-    found = {"policy_id": canary.id, "rewards": len(mine), "mean": bound.mean, "low": bound.low}
+    found = {"policy_id": canary.id, "rewards": len(mine), "mean": mean, "gain_low": low}
     if verdict == "worse":
         retire(canary, now, f"rolled back: {figures}")
         return found | {"rolled_back": True}
@@ -106,9 +118,9 @@ async def check_canary(
         retire(canary, now, f"rolled back, no difference shown: {figures}")
         return found | {"rolled_back": True}
     margin = settings.canary_min_effect * spread
-    if margin > 0 and bound.high - low < margin:
-        gain = f"its gain is surely below {margin:.4f} ({settings.canary_min_effect:g} sd)"
-        retire(canary, now, f"rolled back, {gain}: {figures}")
+    if margin > 0 and most < margin:
+        little = f"its gain is surely below {margin:.4f} ({settings.canary_min_effect:g} sd)"
+        retire(canary, now, f"rolled back, {little}: {figures}")
         return found | {"rolled_back": True}
     return found
 
