@@ -139,6 +139,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 if embedder is not None and worker is not None
                 else None
             )
+            if metrics is not None:
+                backend.observe(metrics)
             checkpointer = backend.checkpointer(metrics)
             if checkpointer is not None:
                 checkpointer.start()

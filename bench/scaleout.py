@@ -16,11 +16,13 @@ connections), a server started afresh for each round:
 2. Against a libSQL server (sqld, `libsql://...?tls=0`), the same server with an embedded
    replica (ENGRAM_DATABASE_REPLICA) and a SQLite file, payloads in SQL and learning off,
    `--rounds` rounds in rotating order, each a recall then an ingest phase; ratios against
-   SQLite.
+   SQLite. With --latency-ms, sqld and the replica again behind each added round trip (a
+   delaying relay on loopback, bench/delay.py), and how many recalls were in flight at
+   once (recalls/s x p50: about 1 where a process serves one request at a time).
 
     python -m bench.scaleout [--seconds 5] [--clients 32] [--memories 3000] [--pairs 3]
         [--rounds 2] [--postgres-url URL] [--learning worker|off] [--skip-postgres]
-        [--skip-libsql] [--env ENGRAM_X=VALUE ...]
+        [--skip-libsql] [--latency-ms 5,25] [--env ENGRAM_X=VALUE ...]
 
 PostgreSQL comes from --postgres-url or ENGRAM_TEST_DATABASE_URL (emptied first); sqld
 from tests/sqld.py (ENGRAM_TEST_SQLD). Without either, that part is skipped.
@@ -44,6 +46,7 @@ from typing import Any
 import httpx
 import orjson
 from sqlalchemy import func, select
+from sqlalchemy.engine import make_url
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -412,32 +415,51 @@ async def postgres_part(url: str, texts: list[str], load: Load, tmp: Path) -> li
     return phases
 
 
+def lite_configs(args: argparse.Namespace) -> list[str]:
+    """SQLite, sqld and its embedded replica over loopback, then both behind each of
+    --latency-ms's added round trips."""
+    found = list(LITE_CONFIGS)
+    for ms in args.latency_ms:
+        found += [f"{LITE_CONFIGS[1]}, +{ms:g} ms", f"{LITE_CONFIGS[2]}, +{ms:g} ms"]
+    return found
+
+
 async def libsql_part(texts: list[str], load: Load, tmp: Path) -> list[Phase]:
     """Each configuration's server started per round for a recall phase, then an ingest
     phase (learning off: no memory is added)."""
+    from bench.delay import DelayProxy
     from tests.sqld import Sqld
 
     args = load.args
     sqld = Sqld(tmp / "sqld").start()
+    proxies: list[DelayProxy] = []
     try:
         sqlite_url = f"sqlite+aiosqlite:///{tmp}/sqlite/engram.db"
         (tmp / "sqlite").mkdir()
-        (tmp / "replica").mkdir()
         await bulk_load(sqlite_url, texts, 0)
         await bulk_load(sqld.url, texts, 0)
         sqld_pid = sqld.proc.pid if sqld.proc is not None else None
-        replica = {"ENGRAM_DATABASE_REPLICA": str(tmp / "replica" / "replica.db")}
+        names = lite_configs(args)
         configs: dict[str, tuple[str, dict[str, Any], int | None]] = {
-            LITE_CONFIGS[0]: (sqlite_url, {}, None),
-            LITE_CONFIGS[1]: (sqld.url, {}, sqld_pid),
-            LITE_CONFIGS[2]: (sqld.url, replica, sqld_pid),
+            names[0]: (sqlite_url, {}, None)
         }
+        for ms in [0.0, *args.latency_ms]:
+            url = sqld.url
+            if ms:
+                where = make_url(sqld.url)
+                proxies.append(DelayProxy((where.host or "127.0.0.1", int(where.port or 0)), ms))
+                url = where.set(port=proxies[-1].port).render_as_string()
+            suffix = f", +{ms:g} ms" if ms else ""
+            configs[LITE_CONFIGS[1] + suffix] = (url, {}, sqld_pid)
+            replica = {"ENGRAM_DATABASE_REPLICA": str(tmp / f"replica{ms:g}" / "replica.db")}
+            configs[LITE_CONFIGS[2] + suffix] = (url, replica, sqld_pid)
         phases: list[Phase] = []
+        count = len(names)
         for n in range(args.rounds):
-            order = LITE_CONFIGS[n % 3 :] + LITE_CONFIGS[: n % 3]
+            order = names[n % count :] + names[: n % count]
             for name in order if n % 2 == 0 else order[::-1]:
                 url, env, database = configs[name]
-                i = LITE_CONFIGS.index(name)
+                i = names.index(name)
                 server = EngramServer(
                     tmp / f"lite-{n}-{i}", database_url=url, **args.server_env, **env
                 ).start()
@@ -453,6 +475,8 @@ async def libsql_part(texts: list[str], load: Load, tmp: Path) -> list[Phase]:
                     server.stop()
         return phases
     finally:
+        for proxy in proxies:
+            proxy.stop()
         sqld.stop()
 
 
@@ -565,11 +589,12 @@ def summarise_postgres(phases: list[Phase], args: argparse.Namespace) -> dict[st
 
 
 def summarise_libsql(phases: list[Phase], args: argparse.Namespace) -> dict[str, Any]:
-    rows = {name: means(phases, name) for name in LITE_CONFIGS}
-    base = rows[LITE_CONFIGS[0]]
+    names = lite_configs(args)
+    rows = {name: means(phases, name) for name in names}
+    base = rows[names[0]]
     ratios = {
         f"{name} / SQLite": {key: rows[name][key] / base[key] for key, _, _ in COLUMNS}
-        for name in LITE_CONFIGS[1:]
+        for name in names[1:]
     }
     print()
     print(
@@ -579,14 +604,19 @@ def summarise_libsql(phases: list[Phase], args: argparse.Namespace) -> dict[str,
     for line in table(rows, ratios):
         print(line)
     print("  db = sqld; SQLite runs inside the API process")
-    for line in cpu_lines(phases, LITE_CONFIGS):
+    # Little's law: recalls in flight at once (1 where a process serves one at a time).
+    for name in names[1:]:
+        row = rows[name]
+        flight = row["recalls_per_s"] * row["recall_p50_ms"] / 1000
+        print(f"  {name}: recalls in flight {flight:.1f}")
+    for line in cpu_lines(phases, names):
         print(line)
     return {
         "configurations": rows,
         "ratios_to_sqlite": ratios,
         "cpu": {
             f"{config}, {kind}": mean_cpu(of(phases, config, kind))
-            for config in LITE_CONFIGS
+            for config in names
             for kind in ("ingest", "recall")
         },
     }
@@ -604,6 +634,12 @@ async def main() -> None:
     parser.add_argument("--drain-timeout", type=float, default=90.0)
     parser.add_argument("--skip-postgres", action="store_true")
     parser.add_argument("--skip-libsql", action="store_true")
+    parser.add_argument(
+        "--latency-ms",
+        type=lambda text: [float(v) for v in text.split(",") if v],
+        default=[],
+        help="libSQL: also behind these added round trips, comma-separated (say 5,25)",
+    )
     parser.add_argument(
         "--env",
         action="append",

@@ -18,6 +18,8 @@ OWNERS = {
     "db/backends/sqlite_driver.py": "the driver's one-call transaction (the writer's direct path)",
     "db/backends/libsql_driver.py": "the DB-API connection's own commit and rollback, and a "
     "read transaction begun again when the server interrupted it",
+    "db/backends/hrana.py": "the DB-API connection's own commit and rollback, and the "
+    "driver's one-call transaction in one request",
     "api/deps.py": "a request's transactions",
     "services/writer/": "the writer's group commits and the orphan sweep",
     "worker/": "a job's transaction, committed with its completion; the embedding backlog "

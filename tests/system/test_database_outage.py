@@ -87,15 +87,6 @@ async def _stored(client: httpx.AsyncClient) -> list[dict[str, Any]]:
 
 
 @pytest.mark.skipif(DB_KIND == "sqlite", reason="a database server to lose: PostgreSQL, libSQL")
-# On libSQL about one run in six the process stops answering: a connection thread waits
-# for sqld inside the binding's execute while holding the GIL (a stack taken during the
-# stall), so nothing else runs until sqld answers. Remote statements that do not hold
-# the GIL are issue "Turso at full speed"; until then the test runs, and may fail, there.
-@pytest.mark.xfail(
-    DB_KIND == "libsql",
-    reason="the libSQL binding can hold the GIL through a stalled statement",
-    strict=False,
-)
 @pytest.mark.parametrize(("writers", "cuts"), [(3, 1), pytest.param(6, 3, marks=pytest.mark.slow)])
 async def test_the_database_lost_and_back_under_load(
     settings: Settings, tmp_path: Path, writers: int, cuts: int

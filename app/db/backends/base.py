@@ -72,6 +72,9 @@ class Backend:
         """The database's maintenance beside the requests, if it needs any."""
         return None
 
+    def observe(self, metrics: Metrics) -> None:
+        """Add the database's own figures, if it has any, to the app's metrics."""
+
     async def dispose(self) -> None:
         await self.engine.dispose()
 

@@ -164,6 +164,11 @@ class LibSQLBackend(SQLiteBackend):
     def database_file(self) -> str | None:
         return None
 
+    def observe(self, metrics: Metrics) -> None:
+        from app.db.backends import hrana_wire
+
+        metrics.registry.register(hrana_wire.RoundTrips())
+
     def checkpointer(self, metrics: Metrics | None) -> ReplicaSync | None:
         settings = self.settings
         interval = settings.database_sync_interval_s

@@ -1,4 +1,5 @@
-"""libSQL (Turso, sqld) for SQLAlchemy, through libsql-experimental.
+"""libSQL (Turso, sqld) for SQLAlchemy: the server through its HTTP protocol (`hrana`), an
+embedded replica through libsql-experimental.
 
 libsql-experimental's connection has sqlite3's shape (cursor, execute, commit, rollback,
 in_transaction) but not all of it: parameters must be tuples, a failure is a ValueError
@@ -8,11 +9,9 @@ errors into sqlite3's classes, so SQLAlchemy reports a constraint as an Integrit
 an unreachable server as an OperationalError. The connection runs in aiosqlite's thread,
 as a SQLite file's does, with `sqlite_driver`'s one hand-off per statement.
 
-The binding holds the GIL while it waits for the server, so a remote round trip stops
-the process's other threads and its event loop for that long. An embedded replica reads
-its local file instead, with no round trip.
-
-A replica connection syncs from the server after each write transaction it commits.
+The binding holds the GIL while it waits for the server (a round trip through it stops
+the process), so the server is reached through `hrana.Connection`, of the same surface.
+A replica reads its local file, and syncs from the server after each write it commits.
 """
 
 from __future__ import annotations
@@ -36,7 +35,7 @@ from sqlalchemy.engine import URL
 from sqlalchemy.util.concurrency import await_
 
 from app.core.versions import Supported
-from app.db.backends import sqlite_driver
+from app.db.backends import hrana, sqlite_driver
 
 # Parameters as tuples and errors as ValueError("Hrana: ... code: ..."), as in 0.0.55.
 LIBSQL = Supported("libsql-experimental", at_least="0.0.55", below="0.0.56", user=__name__)
@@ -76,6 +75,8 @@ def _error(exc: Exception) -> sqlite3.Error:
 
 
 RETRY_PAUSES_S = (0.0, 0.005, 0.02, 0.1)
+# What an error says when the connection's state on the server is unknown.
+_GONE = ("unreachable", "stream lost", "Transaction timed out", "within a transaction")
 
 
 def _params(parameters: Any) -> tuple[Any, ...]:
@@ -237,14 +238,14 @@ class _Connection:
         self.raw.close()
 
 
-def connect(database: str, *, sync_url: str | None, auth_token: str) -> _Connection:
+def connect(
+    database: str, *, sync_url: str | None, auth_token: str
+) -> _Connection | hrana.Connection:
     """A connection to the server at `database` (an http(s) URL), or to the embedded
     replica file `database` of the server at `sync_url` (synced once on connect)."""
+    if sync_url is None:
+        return hrana.connect(database, auth_token=auth_token)
     try:
-        if sync_url is None:
-            return _Connection(
-                libsql_experimental.connect(database, auth_token=auth_token), replica=False
-            )
         conn = libsql_experimental.connect(database, sync_url=sync_url, auth_token=auth_token)
         conn.sync()
         return _Connection(conn, replica=True)
@@ -290,10 +291,8 @@ class LibSQLDialect(SQLiteDialect_aiosqlite):
         text = str(e)
         if "unreachable" in text and _is_replica(connection):
             return False
-        return any(
-            sign in text
-            for sign in ("unreachable", "Transaction timed out", "within a transaction")
-        ) or super().is_disconnect(e, connection, cursor)  # type: ignore[arg-type]
+        gone = any(sign in text for sign in _GONE)
+        return gone or super().is_disconnect(e, connection, cursor)  # type: ignore[arg-type]
 
     def on_connect(self) -> None:  # type: ignore[override]
         # pysqlite's registers a REGEXP function; libSQL's connection has no create_function.

@@ -67,7 +67,12 @@ def _transaction(
     conn: sqlite3.Connection, begin: str, statements: Sequence[tuple[str, Sequence[Any]]]
 ) -> None:
     """In the connection's thread: a whole write transaction, rolled back on failure (the
-    failing statement's SQL is added to the error as a note)."""
+    failing statement's SQL is added to the error as a note). A connection that runs one
+    whole (a libSQL server's, in one round trip) is asked to."""
+    whole = getattr(conn, "transaction", None)
+    if whole is not None:
+        whole(begin, statements)
+        return
     conn.execute(begin)
     try:
         for operation, rows in statements:
