@@ -18,7 +18,7 @@ from app.main import create_app
 from app.models import Job
 from app.services.operations.jobs import job_row
 from app.worker.runner import Worker
-from tests.conftest import auth, episode_body, running
+from tests.conftest import DB_KIND, auth, episode_body, running
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 EPISODE = "/v1/episodes/{episode_id}"
@@ -274,3 +274,15 @@ def test_latency_buckets_are_cumulative_and_bounds_inclusive() -> None:
     )
     # Unknown methods share one label value.
     assert requests(samples, "OTHER", "unmatched", 405) == 2
+
+
+@pytest.mark.skipif(DB_KIND != "libsql", reason="round trips to a libSQL server")
+async def test_round_trips_to_the_libsql_server_are_counted(client: httpx.AsyncClient) -> None:
+    before = value(await scrape(client), "engram_db_round_trips_total")
+    r = await client.post("/v1/memories", json={"type": "fact", "content": "counted trips"})
+    assert r.status_code == 201, r.text
+    found = await client.post("/v1/memories/search", json={"query": "counted"})
+    assert found.status_code == 200, found.text
+    after = value(await scrape(client), "engram_db_round_trips_total")
+    # The write's group commit is one; the search and the scrapes' own reads a few more.
+    assert 2 <= after - before < 20, (before, after)
