@@ -39,6 +39,12 @@ class Readiness(BaseModel):
         description="The in-process search index's size and state, where one is kept "
         "(SQLite); absent otherwise, and for a caller without an operator key",
     )
+    replica: dict[str, Any] | None = Field(
+        default=None,
+        description="libSQL's embedded replica: `lag_s` (seconds since it last synced from "
+        "the server), its `sync_interval_s`, `syncs` and `failures` (for an operator key "
+        "only)",
+    )
     search: dict[str, Any] | None = Field(
         default=None,
         description="`mode`: how memories are searched by default (lexical, or hybrid with "

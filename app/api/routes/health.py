@@ -11,6 +11,7 @@ from sqlalchemy import text
 
 from app.api.deps import StateDep, get_principal
 from app.core.errors import AppError
+from app.db.backends.libsql import ReplicaSync
 from app.schemas.service import Health, Readiness
 from app.services.access.auth import Role
 from app.worker.embeddings import pending
@@ -79,6 +80,8 @@ async def ready(request: Request, state: StateDep) -> Any:
     index = state.search.lexical.stats()
     if index is not None:
         body["search_index"] = index
+    if isinstance(state.checkpointer, ReplicaSync):
+        body["replica"] = state.checkpointer.figures()
     if state.search.embedder is not None:
         embeddings = state.backlog.stats() if state.backlog is not None else {}
         body["search"]["embeddings"] = {

@@ -17,9 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import orjson
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 from sqlalchemy import event
 from sqlalchemy.dialects import registry
 from sqlalchemy.engine import URL, make_url
@@ -60,13 +64,16 @@ def server_url(database_url: str) -> str:
 class ReplicaSync:
     """Syncs the embedded replica from the server every interval, through the engine's one
     connection (the binding's replica connections each pull frames into the file: two of
-    them corrupted it under load here, so a process keeps one)."""
+    them corrupted it under load here, so a process keeps one). Its lag (time since the
+    last sync that succeeded) is in /ready and /metrics."""
 
     def __init__(self, engine: AsyncEngine, *, interval_s: float) -> None:
         self.engine = engine
         self.interval_s = interval_s
         self._task: asyncio.Task[None] | None = None
         self.syncs = 0
+        self.failures = 0
+        self._synced_at = time.monotonic()  # connecting synced it
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run())
@@ -75,7 +82,21 @@ class ReplicaSync:
         if self._task is not None:
             await cancel_and_wait(self._task)
 
+    def lag_s(self) -> float:
+        """Seconds since the replica last synced: changes made on the server since then
+        may not be read yet."""
+        return time.monotonic() - self._synced_at
+
+    def figures(self) -> dict[str, Any]:
+        return {
+            "lag_s": round(self.lag_s(), 3),
+            "sync_interval_s": self.interval_s,
+            "syncs": self.syncs,
+            "failures": self.failures,
+        }
+
     async def sync(self) -> None:
+        started = time.monotonic()
         async with self.engine.connect() as conn:
             adapter = (await conn.get_raw_connection()).dbapi_connection
             assert isinstance(adapter, sqlite_driver.Connection)
@@ -83,6 +104,7 @@ class ReplicaSync:
             connection = adapter._connection
             await connection._execute(connection._conn.sync)
         self.syncs += 1
+        self._synced_at = started
 
     async def _run(self) -> None:
         while True:
@@ -90,7 +112,21 @@ class ReplicaSync:
             try:
                 await self.sync()
             except Exception as exc:
+                self.failures += 1
                 log.warning("replica sync failed", extra={"error": str(exc)[:200]})
+
+
+class ReplicaLag(Collector):
+    def __init__(self, replica: ReplicaSync) -> None:
+        self.replica = replica
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        found = GaugeMetricFamily(
+            "engram_db_replica_lag_seconds",
+            "Seconds since the embedded replica last synced from the libSQL server",
+        )
+        found.add_metric([], self.replica.lag_s())
+        yield found
 
 
 class LibSQLBackend(SQLiteBackend):
@@ -174,4 +210,7 @@ class LibSQLBackend(SQLiteBackend):
         interval = settings.database_sync_interval_s
         if settings.database_replica is None or not interval:
             return None
-        return ReplicaSync(self.engine, interval_s=interval)
+        replica = ReplicaSync(self.engine, interval_s=interval)
+        if metrics is not None:
+            metrics.registry.register(ReplicaLag(replica))
+        return replica

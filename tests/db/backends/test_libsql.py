@@ -183,6 +183,12 @@ async def test_the_embedded_replica_reads_locally_and_writes_to_the_server(
         assert found.status_code == 200, found.text
         hits = found.json()["hits"]
         assert [h["memory"]["id"] for h in hits] == [other_id]
+        # Its lag is exposed, and held near its sync interval (0.1 s here).
+        ready = (await r.get("/ready")).json()
+        assert ready["replica"]["lag_s"] < 1.0, ready
+        assert ready["replica"]["sync_interval_s"] == 0.1
+        metrics = (await r.get("/metrics")).text
+        assert "engram_db_replica_lag_seconds " in metrics
         # Reads are the replica's own: they answer with the server gone, while its syncs
         # (every 0.1 s here), the worker's and the embedder's writes fail meanwhile. (A
         # failed write did drop the one connection, which cannot reopen without the
@@ -194,6 +200,10 @@ async def test_the_embedded_replica_reads_locally_and_writes_to_the_server(
             found = await r.post("/v1/memories/search", json={"query": "replicas"})
             assert found.status_code == 200, found.text
             assert [h["memory"]["id"] for h in found.json()["hits"]] == [memory_id]
+        # Meanwhile its lag grows, and the failed syncs are counted.
+        gone = (await r.get("/ready")).json()["replica"]
+        assert gone["lag_s"] >= 0.8, gone
+        assert gone["failures"] > 0, gone
     # The replica is a local SQLite file holding the rows.
     assert (tmp_path / "replica" / "engram.db").stat().st_size > 0
     syncs = replica.state.engram.checkpointer.syncs  # type: ignore[attr-defined]
