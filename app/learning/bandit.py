@@ -14,11 +14,16 @@ decisions the behaviour policy rarely makes, which show what its usual ones do n
 more. The numeric features' penalty is chosen by cross-validation (app/learning/ridge.py).
 
 The policy (app/learning/policy.py with `gains`) takes the constraints first, then the soft
-candidates by predicted gain while they fit, leaving out those with no predicted gain.
+candidates by predicted gain while they fit, leaving out those whose gain is below 0 by
+more than the model's `margin`. The gains' common level is told from the intercept only
+by decisions that select more or fewer memories than usual (exploration's rare
+leave-outs); when few, a cut at 0 could leave out every candidate of a kind. The margin
+is LEVEL_Z standard errors of that level: a pick is left out where the logs show it hurts.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,9 +41,13 @@ KIND = "linear_bandit"
 # opposite weights, which stopped cancelling once rewards passed the clip), and each
 # feature clipped to the range it had in training (no extrapolation, e.g. of counters
 # that keep growing under a new policy). 3: the type per kind of task (task type).
-BASIS_VERSION = 3
+# 4: the standardised features held within ±Z_CLIP (a version 2 or 3 model, unheld, still
+# loads and predicts as it was fitted).
+BASIS_VERSION = 4
 MAX_KINDS = 8
 MIN_KIND_DECISIONS = 20
+LEVEL_Z = 2.0  # the margin, in standard errors of the gains' level
+Z_CLIP = 3.0
 NUMERIC = [
     f
     for f in CANDIDATE_FEATURES
@@ -93,12 +102,15 @@ def basis(
     *,
     kinds: Ints | None = None,
     n_kinds: int = 0,
+    z_clip: float = Z_CLIP,
 ) -> Floats:
     """φ of each candidate row (CANDIDATE_FEATURES) given its request's row (REQUEST_FEATURES,
     of which it uses token_budget and n_candidates, known before the decision) and the
     index of its request's kind of task among the model's `n_kinds` (-1: none of them);
     the numeric features clipped to [low, high], their range in training."""
-    z = (np.clip(rows[:, _NUMERIC], low, high) - mean) / scale
+    # Standardised values held within ±Z_CLIP: a counter's first values (reward_mean before
+    # any reward, z ≈ -9) would otherwise weigh 80 times a typical one in z².
+    z = np.clip((np.clip(rows[:, _NUMERIC], low, high) - mean) / scale, -z_clip, z_clip)
     n = len(rows)
     n_types = len(MEMORY_TYPES.names)
     type_codes = rows[:, _TYPE].astype(np.int64)
@@ -124,6 +136,8 @@ class RewardModel:
     low: Floats  # their range in training
     high: Floats
     kinds: tuple[str, ...] = ()  # the task types with a type weight of their own
+    margin: float = 0.0  # a soft pick is left out when its gain is at most -margin
+    z_clip: float = Z_CLIP  # the standardised features' bound (inf: a version 2 or 3 model)
 
     def gains(self, rows: Floats, requests: Floats, task_type: str | None = None) -> Floats:
         """Predicted reward gain of selecting each candidate (all of one request, of
@@ -133,7 +147,7 @@ class RewardModel:
         kinds = np.repeat(kind_index(self.kinds, [task_type]), len(rows))
         phi = basis(
             rows, requests, self.mean, self.scale, self.low, self.high,
-            kinds=kinds, n_kinds=len(self.kinds),
+            kinds=kinds, n_kinds=len(self.kinds), z_clip=self.z_clip,
         )  # fmt: skip
         return phi @ self.weights
 
@@ -166,15 +180,17 @@ class RewardModel:
             "scale": self.scale.tolist(),
             "low": self.low.tolist(),
             "high": self.high.tolist(),
+            "margin": self.margin,
+            "z_clip": self.z_clip,
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RewardModel:
-        # A version 2 model is a version 3 one without kinds.
+        # A version 2 model is a version 3 one without kinds; a version 3 one, a version 4
+        # one whose features were not held.
         kinds = tuple(data.get("kinds") or ())
-        if data.get("basis_version") not in (2, BASIS_VERSION) or data.get("basis") != basis_of(
-            kinds
-        ):
+        version = data.get("basis_version")
+        if version not in (2, 3, BASIS_VERSION) or data.get("basis") != basis_of(kinds):
             raise ValueError("the model was fitted on another feature basis")
         return cls(
             intercept=float(data["intercept"]),
@@ -184,6 +200,8 @@ class RewardModel:
             low=np.asarray(data["low"], dtype=np.float64),
             high=np.asarray(data["high"], dtype=np.float64),
             kinds=kinds,
+            margin=float(data.get("margin") or 0.0),
+            z_clip=float(data["z_clip"]) if version == BASIS_VERSION else math.inf,
         )
 
 
@@ -236,10 +254,20 @@ def fit(
         return np.linalg.solve(gram + np.diag(penalty), moment).astype(np.float64)
 
     gram, moment = sums(slice(None))
+    # The level's direction: the mean selected candidate's φ (not the intercept).
+    level = np.concatenate([[0.0], phi.mean(axis=0)]) if len(phi) else np.zeros(a.shape[1])
+    meat = (a * (w * w)[:, None]).T @ a  # Σ w² a aᵀ: the weighted sums' covariance / σ²
+    noise = float(np.average((logs.rewards - logs.rewards.mean()) ** 2, weights=w)) if n else 0.0
 
-    def model(gram: Floats, moment: Floats, shrink: float) -> RewardModel:
-        beta = solve(gram, moment, penalty(a.shape[1], l2, shrink, numeric=_COLUMNS))
-        return RewardModel(float(beta[0]), beta[1:], mean, scale, low, high, kinds)
+    def model(gram: Floats, moment: Floats, shrink: float, meat: Floats = meat) -> RewardModel:
+        penalties = penalty(a.shape[1], l2, shrink, numeric=_COLUMNS)
+        beta = solve(gram, moment, penalties)
+        # The level's standard error: σ² uᵀ (G+P)⁻¹ (Σ w² a aᵀ) (G+P)⁻¹ u, σ² the rewards'.
+        v = solve(gram, level, penalties)
+        se = float(np.sqrt(max(noise * float(v @ meat @ v), 0.0)))
+        return RewardModel(
+            float(beta[0]), beta[1:], mean, scale, low, high, kinds, margin=LEVEL_Z * se
+        )
 
     # Cross-validation's blocks: the folds, then what they leave cut in CV_FOLDS; each
     # block's sums are taken once.
@@ -252,7 +280,8 @@ def fit(
         # The fold's rewards choose nothing of its model, its shrink included.
         g, m = sums(rows)
         shrink = cv.shrink(gram - g, moment - m, l2=l2, numeric=_COLUMNS, skip=k)
-        out_of_fold.append(model(gram - g, moment - m, shrink))
+        fold_meat = meat - (a[rows] * (w[rows] ** 2)[:, None]).T @ a[rows]
+        out_of_fold.append(model(gram - g, moment - m, shrink, fold_meat))
     predicted = a @ np.concatenate([[whole.intercept], whole.weights])
     residual = logs.rewards - predicted
     total = float(np.sum(w * (logs.rewards - np.average(logs.rewards, weights=w)) ** 2))
@@ -263,6 +292,7 @@ def fit(
         "weighted_r2": 1.0 - float(np.sum(w * residual**2)) / total if total > 0 else 0.0,
         "rmse": float(np.sqrt(np.mean(residual**2))) if n else 0.0,
         "numeric_shrink": chosen,
+        "margin": whole.margin,
         "clipped_share": float(np.mean(1.0 / np.maximum(logs.propensities, 1e-12) > clip))
         if n
         else 0.0,

@@ -7,7 +7,8 @@ distribution (the greedy selection and every exploration move), `decide` draws f
 baseline_v0 is this module with its rule order; a learned policy is the same module given
 each candidate's predicted reward gain (app/learning/bandit.py): the hard rules, the
 constraints first and the exploration are the same, only the order of the soft picks
-differs, and a soft pick with no predicted gain is left out.
+differs, and a soft pick with no predicted gain (at most -floor: the model's margin) is
+left out.
 
 Hard rules (never randomised):
 - deleted, expired, superseded and contradicted memories are suppressed;
@@ -165,6 +166,7 @@ def plan(
     epsilon: float,
     gains: Mapping[str, float] | None = None,
     reach: set[str] | None = None,
+    floor: float = 0.0,
 ) -> Plan:
     """The policy's distribution: baseline_v0's, or with `gains` (memory id -> predicted
     reward gain) a learned policy's, which ranks the soft picks by gain and selects only
@@ -202,7 +204,7 @@ def plan(
             if c.memory_id not in reach:
                 skipped[c.memory_id] = UNREACHED
                 continue
-            if gains[c.memory_id] <= 0.0:
+            if gains[c.memory_id] <= -floor:
                 skipped[c.memory_id] = NO_GAIN
                 continue
         if len(chosen) < k and used + c.token_cost <= token_budget:
@@ -244,6 +246,7 @@ def decide(
     epsilon: float,
     rng: random.Random,
     gains: Mapping[str, float] | None = None,
+    floor: float = 0.0,
 ) -> Decision:
     p = plan(
         candidates,
@@ -252,6 +255,7 @@ def decide(
         max_sensitivity=max_sensitivity,
         epsilon=epsilon,
         gains=gains,
+        floor=floor,
     )
     decision = Decision(suppressed=dict(p.suppressed), inclusion=p.inclusion())
     decision.eligible = [c.memory_id for c in candidates if c.memory_id not in p.suppressed]

@@ -116,3 +116,47 @@ def test_a_type_that_helps_one_kind_of_task_and_hurts_another_is_told_apart() ->
     assert np.allclose(
         without.gains(probe, requests[:200], "deploy"), without.gains(probe, requests[:200])
     )
+
+
+def test_the_margin_is_wide_where_few_decisions_vary_how_many_they_select() -> None:
+    """The gains' common level is told from the intercept only by decisions that select
+    more or fewer memories than usual: with a handful of those, the model's margin (how far
+    below 0 a gain must fall to be left out) is wide; with many, narrow."""
+    rng = np.random.default_rng(4)
+
+    def varied(share: float) -> float:
+        n = 1500
+        sizes = np.where(rng.uniform(size=n) < share, rng.integers(2, 7, n), 4)
+        owner = np.repeat(np.arange(n), sizes)
+        rows = rng.uniform(0, 1, (len(owner), len(CANDIDATE_FEATURES)))
+        rows[:, CANDIDATE_FEATURES.index("type_index")] = 2
+        rows[:, CANDIDATE_FEATURES.index("status_index")] = 0
+        rows[:, USE_COUNT] = rng.integers(0, 10, len(owner))
+        rewards = (rng.uniform(size=n) < 0.5).astype(float)
+        requests = np.tile([400.0, 8, 20, 0, 0], (n, 1))
+        found = Logs(rows, owner, requests, rewards, rng.uniform(0.05, 1.0, n))
+        model, metrics, _ = fit(found, l2=1.0, clip=20.0)
+        assert metrics["margin"] == model.margin
+        assert RewardModel.from_json(model.to_json()).margin == model.margin
+        return model.margin
+
+    rare, common = varied(0.005), varied(0.5)
+    assert rare > 2 * common > 0, (rare, common)
+
+
+def test_standardised_features_are_held_and_an_older_model_predicts_as_fitted() -> None:
+    rng = np.random.default_rng(5)
+    model, _, _ = fit(logs(1000, rng), l2=1.0, clip=20.0)
+    probe = rng.uniform(0, 1, (50, len(CANDIDATE_FEATURES)))
+    probe[:, CANDIDATE_FEATURES.index("type_index")] = 2
+    probe[:, CANDIDATE_FEATURES.index("status_index")] = 0
+    probe[:, USE_COUNT] = 0  # at the edge of its range: several sd below its mean
+    requests = np.tile([400.0, 8, 20, 0, 0], (50, 1))
+    held = model.gains(probe, requests)
+    assert RewardModel.from_json(model.to_json()).z_clip == model.z_clip < np.inf
+    assert np.allclose(RewardModel.from_json(model.to_json()).gains(probe, requests), held)
+    # A version 3 model was fitted on unheld features, and predicts on them.
+    older = RewardModel.from_json(model.to_json() | {"basis_version": 3})
+    assert older.z_clip == np.inf
+    tight = RewardModel.from_json(model.to_json() | {"z_clip": 0.5})
+    assert not np.allclose(tight.gains(probe, requests), held)

@@ -130,3 +130,21 @@ def test_inclusion_frequencies_match_logged_probabilities(epsilon: float) -> Non
          "e": 0, "f": 2 * third / 3}
     )  # fmt: skip
     assert len(selections) == 8
+
+
+def test_a_learned_policy_leaves_out_only_what_falls_below_its_models_margin() -> None:
+    """A soft pick is left out when its predicted gain is at most -floor (the model's
+    margin): a gain the logs cannot tell from 0 keeps it."""
+    cands = [cand("up", token_cost=10), cand("flat", token_cost=10), cand("down", token_cost=10)]
+    gains = {"up": 0.2, "flat": -0.05, "down": -0.4}
+
+    def chosen(floor: float) -> list[str]:
+        d = decide(
+            cands, token_budget=100, k=5, max_sensitivity="high", epsilon=0.0,
+            rng=random.Random(0), gains=gains, floor=floor,
+        )  # fmt: skip
+        return d.order
+
+    assert chosen(0.0) == ["up"]
+    assert chosen(0.1) == ["up", "flat"]
+    assert chosen(0.5) == ["up", "flat", "down"]

@@ -177,8 +177,13 @@ def _judged(
             logging = baseline
         else:
             logged_gains = _gains(logging_model, rows, d, ids)
-            logging = rebuilt(epsilon=float(logged_eps), gains=logged_gains, reach=reach)
-        target = rebuilt(epsilon=epsilon, gains=target_gains, reach=reach)
+            logging = rebuilt(
+                epsilon=float(logged_eps),
+                gains=logged_gains,
+                reach=reach,
+                floor=logging_model.margin if logging_model is not None else 0.0,
+            )
+        target = rebuilt(epsilon=epsilon, gains=target_gains, reach=reach, floor=model.margin)
         selected = frozenset(mid for mid, a in zip(d.ids, d.actions, strict=False) if a)
         out = offpolicy.terms(
             logging,

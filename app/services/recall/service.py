@@ -182,6 +182,7 @@ class RecallService:
             epsilon=self.settings.epsilon,
             rng=self.rng,
             gains=gains,
+            floor=decider.model.margin if decider.model is not None else 0.0,
         )
         recall_id = recall_id or uuid7()
         state: dict[str, Any] = {
