@@ -14,11 +14,8 @@ Round trips. A Hrana stream is the server's connection; it lives for one transac
 - `executemany` is one request (a batch that stops at the first failure, as sqlite3's
   does), and `transaction` a whole write transaction: BEGIN, the statements, then COMMIT
   if every one succeeded or ROLLBACK if not, in one batch, one round trip.
-`hrana_wire.Client.round_trips` counts the requests waited for.
-
-Errors come out as sqlite3's classes, so SQLAlchemy reports a constraint as an
-IntegrityError and an unreachable server as an OperationalError.
-"""
+`hrana_wire.Client.round_trips` counts the requests waited for. Errors come out as
+sqlite3's classes (a constraint is an IntegrityError, no server an OperationalError)."""
 
 from __future__ import annotations
 
@@ -32,7 +29,7 @@ _ENDS = ("COMMIT", "ROLLBACK", "END")
 _READS = ("SELECT", "WITH", "PRAGMA", "VALUES")
 
 
-class _Result:
+class Result:
     __slots__ = ("description", "rows", "rowcount", "lastrowid")
 
     def __init__(self, result: dict[str, Any] | None) -> None:
@@ -59,7 +56,7 @@ class Cursor:
 
     def __init__(self, conn: Connection) -> None:
         self._conn = conn
-        self._result = _Result(None)
+        self._result = Result(None)
         self._next = 0
         self.arraysize = 1
 
@@ -100,7 +97,7 @@ class Cursor:
         return self._result.rows[start:]
 
     def close(self) -> None:
-        self._result = _Result(None)
+        self._result = Result(None)
 
 
 class Connection:
@@ -133,21 +130,21 @@ class Connection:
     def executemany(self, operation: str, seq_of_parameters: Iterable[Any]) -> Cursor:
         return self.cursor().executemany(operation, seq_of_parameters)
 
-    def run(self, operation: str, parameters: Any) -> _Result:
+    def run(self, operation: str, parameters: Any) -> Result:
         word = operation.lstrip()[:16].upper()
         if word.startswith("BEGIN") and not self.in_transaction:
             self._held = [{"type": "execute", "stmt": {"sql": operation}}]
             self.writing = "IMMEDIATE" in word or "EXCLUSIVE" in word
-            return _Result(None)
+            return Result(None)
         if word.startswith(_ENDS) and self._held and not self._open:
             self._held, self.writing = [], False  # nothing was sent: nothing to end
-            return _Result(None)
+            return Result(None)
         if word.startswith(_ENDS) and self._open and not (self.writing or self._wrote):
             # It only read: closing its stream ends it, and no one need wait for that.
             if self._baton is not None:
                 self.client.close_later(self._base, self._baton)
             self._lost()
-            return _Result(None)
+            return Result(None)
         if self.in_transaction and not word.startswith(_READS):
             self._wrote = True
         ends = word.startswith(_ENDS) or not self.in_transaction
@@ -157,9 +154,9 @@ class Connection:
             if result["error"].get("code") == "RESPONSE_TOO_LARGE":
                 return self._streamed(stmt)
             raise wire.error(result["error"])
-        return _Result(result["response"]["result"])
+        return Result(result["response"]["result"])
 
-    def _streamed(self, stmt: dict[str, Any]) -> _Result:
+    def _streamed(self, stmt: dict[str, Any]) -> Result:
         """A statement whose rows are more than a pipeline's answer may hold (a read: run
         again, through the cursor endpoint), on the stream of the open transaction, or on
         one of its own, closed after."""
@@ -173,7 +170,7 @@ class Connection:
         self._baton, self._base = head.get("baton"), head.get("base_url") or self._base
         if not self._open:
             self.close()
-        found = _Result(None)
+        found = Result(None)
         for entry in entries:
             kind = entry.get("type")
             if kind == "step_begin":
@@ -186,15 +183,15 @@ class Connection:
                 raise wire.error(entry["error"])
         return found
 
-    def run_many(self, operation: str, seq_of_parameters: Iterable[Any]) -> _Result:
+    def run_many(self, operation: str, seq_of_parameters: Iterable[Any]) -> Result:
         """Each parameter row in turn, stopping at the first that fails, in one request."""
         steps = [{"stmt": wire.stmt(operation, p)} for p in seq_of_parameters]
         if not steps:
-            return _Result(None)
+            return Result(None)
         self._wrote = self._wrote or self.in_transaction
         found = self._batch(steps, close=not self.in_transaction)
         count = sum(int((r or {}).get("affected_row_count") or 0) for r in found)
-        done = _Result(None)
+        done = Result(None)
         done.rowcount = count
         return done
 
@@ -293,8 +290,10 @@ class Connection:
         self._lost()
 
 
-def connect(url: str, *, auth_token: str) -> Connection:
-    """A connection to the server at `url` (http or https); checked with one request."""
+def connect(url: str, *, auth_token: str, check: bool = True) -> Connection:
+    """A connection to the server at `url` (http or https); with `check`, tried at once
+    with one request (an embedded replica's is not: it reads with the server gone)."""
     conn = Connection(wire.Client.of(url, auth_token))
-    conn.execute("SELECT 1")
+    if check:
+        conn.execute("SELECT 1")
     return conn

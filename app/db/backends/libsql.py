@@ -62,10 +62,10 @@ def server_url(database_url: str) -> str:
 
 
 class ReplicaSync:
-    """Syncs the embedded replica from the server every interval, through the engine's one
-    connection (the binding's replica connections each pull frames into the file: two of
-    them corrupted it under load here, so a process keeps one). Its lag (time since the
-    last sync that succeeded) is in /ready and /metrics."""
+    """Syncs the embedded replica from the server every interval, through the process's
+    one connection to the file (`libsql_replica.Local`: the binding's replica connections
+    each pull frames into the file, and two of them corrupted it under load here). Its
+    lag (time since the last sync that succeeded) is in /ready and /metrics."""
 
     def __init__(self, engine: AsyncEngine, *, interval_s: float) -> None:
         self.engine = engine
@@ -171,8 +171,9 @@ class LibSQLBackend(SQLiteBackend):
             connect_args=args,
             json_serializer=json_text,
             json_deserializer=orjson.loads,
-            # An embedded replica: one connection per process (see ReplicaSync).
-            pool_size=1 if replica else settings.db_pool_size,
+            # With an embedded replica too: each connection has its own stream to the
+            # server, and they share the process's one connection to the file.
+            pool_size=settings.db_pool_size,
             max_overflow=0,
         )
 

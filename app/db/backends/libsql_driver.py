@@ -35,7 +35,7 @@ from sqlalchemy.engine import URL
 from sqlalchemy.util.concurrency import await_
 
 from app.core.versions import Supported
-from app.db.backends import hrana, sqlite_driver
+from app.db.backends import hrana, libsql_replica, sqlite_driver
 
 # Parameters as tuples and errors as ValueError("Hrana: ... code: ..."), as in 0.0.55.
 LIBSQL = Supported("libsql-experimental", at_least="0.0.55", below="0.0.56", user=__name__)
@@ -166,7 +166,7 @@ class _Cursor:
 def _is_replica(connection: Any) -> bool:
     """Whether SQLAlchemy's DB-API connection wraps an embedded replica's."""
     inner = getattr(getattr(connection, "_connection", None), "_conn", None)
-    return isinstance(inner, _Connection) and inner._replica
+    return bool(getattr(inner, "_replica", False))
 
 
 class _Connection:
@@ -240,17 +240,21 @@ class _Connection:
 
 def connect(
     database: str, *, sync_url: str | None, auth_token: str
-) -> _Connection | hrana.Connection:
+) -> hrana.Connection | libsql_replica.Connection:
     """A connection to the server at `database` (an http(s) URL), or to the embedded
     replica file `database` of the server at `sync_url` (synced once on connect)."""
     if sync_url is None:
         return hrana.connect(database, auth_token=auth_token)
-    try:
-        conn = libsql_experimental.connect(database, sync_url=sync_url, auth_token=auth_token)
-        conn.sync()
-        return _Connection(conn, replica=True)
-    except ValueError as exc:
-        raise _error(exc) from exc
+
+    def local() -> _Connection:
+        try:
+            conn = libsql_experimental.connect(database, sync_url=sync_url, auth_token=auth_token)
+            conn.sync()
+            return _Connection(conn, replica=True)
+        except ValueError as exc:
+            raise _error(exc) from exc
+
+    return libsql_replica.connect(database, sync_url, auth_token=auth_token, make_local=local)
 
 
 class DBAPI(sqlite_driver.DBAPI):
