@@ -45,10 +45,8 @@ def settings(settings: Settings) -> Settings:
 
 
 async def test_messy_logs_teach_a_skill_per_context_and_an_agent_follows_them(
-    app: FastAPI, client: httpx.AsyncClient, backend: str
+    app: FastAPI, client: httpx.AsyncClient
 ) -> None:
-    if backend == "libsql":
-        pytest.skip("the simulations do not repeat on libSQL yet (test_learning_sim.py)")
     state = app.state.engram
     worker = Worker(state.transactions, state.settings.learning)
     world = context_world(SEED)
@@ -76,9 +74,7 @@ async def test_messy_logs_teach_a_skill_per_context_and_an_agent_follows_them(
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2, 3, 11])
 async def test_other_worlds_are_learned_from_500_logged_episodes(
-    client: httpx.AsyncClient, seed: int, backend: str
+    client: httpx.AsyncClient, seed: int
 ) -> None:
     # At 400, seeds 1 and 11 still lack a pair cell or two (no skill yet, never a wrong one).
-    if backend == "libsql":
-        pytest.skip("the simulations do not repeat on libSQL yet (test_learning_sim.py)")
     await learned_every_context(client, context_world(seed), logged=500, seed=seed)

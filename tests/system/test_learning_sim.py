@@ -31,13 +31,8 @@ def settings(settings: Settings, seed: int) -> Settings:
 
 @pytest.mark.parametrize("seed", SEEDS)
 async def test_agent_with_memory_learns_the_procedures_and_a_broken_skill_retires(
-    app: FastAPI, client: httpx.AsyncClient, seed: int, backend: str
+    app: FastAPI, client: httpx.AsyncClient, seed: int
 ) -> None:
-    if backend == "libsql":
-        # On a libSQL server the run does not repeat: seed 7 kept an unneeded step in one
-        # CI run (precision 0.75) and passed in the next; the source of the variation
-        # there is not found yet. SQLite and PostgreSQL repeat and run it.
-        pytest.skip("the simulation does not repeat on libSQL yet")
     state = app.state.engram
     worker = Worker(state.transactions, state.settings.learning)
     world = World(seed, task_types=3, procedure_length=3, vocabulary=9)

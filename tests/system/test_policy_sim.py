@@ -78,19 +78,15 @@ async def check_proof(app: FastAPI, client: httpx.AsyncClient, *, seed: int) -> 
 
 
 async def test_a_learned_policy_beats_the_baseline_and_its_evaluation_holds(
-    app: FastAPI, client: httpx.AsyncClient, backend: str
+    app: FastAPI, client: httpx.AsyncClient
 ) -> None:
-    if backend == "libsql":
-        pytest.skip("the simulations do not repeat on libSQL yet (test_learning_sim.py)")
     await check_proof(app, client, seed=SEED)
 
 
 @pytest.mark.parametrize("settings", [0.0], indirect=True)
 async def test_without_exploration_the_evaluator_refuses_a_verdict(
-    app: FastAPI, client: httpx.AsyncClient, backend: str
+    app: FastAPI, client: httpx.AsyncClient
 ) -> None:
-    if backend == "libsql":
-        pytest.skip("the simulations do not repeat on libSQL yet (test_learning_sim.py)")
     evaluation, activated = await without_exploration(
         client, seed=SEED, logged=200, wait=drain(app).drain
     )
@@ -101,27 +97,21 @@ async def test_without_exploration_the_evaluator_refuses_a_verdict(
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2, 3])
-async def test_other_worlds_too(
-    app: FastAPI, client: httpx.AsyncClient, seed: int, backend: str
-) -> None:
-    if backend == "libsql":
-        pytest.skip("the simulations do not repeat on libSQL yet (test_learning_sim.py)")
+async def test_other_worlds_too(app: FastAPI, client: httpx.AsyncClient, seed: int) -> None:
     await check_proof(app, client, seed=seed)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("settings", [0.1], indirect=True)
 async def test_a_gain_only_the_task_kind_shows_is_learned_tried_and_promoted(
-    app: FastAPI, client: httpx.AsyncClient, backend: str
+    app: FastAPI, client: httpx.AsyncClient
 ) -> None:
     """The kind world (bench/kindworld.py) at the default exploration: facts help one kind
     of task and preferences the other. The logs cannot certify the learned policy (it is
     far from baseline_v0's choices), so it goes on trial as a canary, and its own test
-    promotes it (bench.policy --world kinds: in 8 of 10 seeds within 2,100 rewarded
+    promotes it (bench.policy --world kinds: in 10 of 10 seeds within 2,100 rewarded
     recalls; this one within 3,000 on every backend); on the same world made inert, it is
     never promoted."""
-    if backend == "libsql":
-        pytest.skip("the simulations do not repeat on libSQL yet (test_learning_sim.py)")
     found = await on_kinds(client, seed=2, wait=drain(app).drain, budget=3000)
     assert found.status == "active", found
     assert found.promoted_after is not None, found
@@ -133,10 +123,8 @@ async def test_a_gain_only_the_task_kind_shows_is_learned_tried_and_promoted(
 @pytest.mark.slow
 @pytest.mark.parametrize("settings", [0.1], indirect=True)
 async def test_on_an_inert_kind_world_nothing_is_promoted(
-    app: FastAPI, client: httpx.AsyncClient, backend: str
+    app: FastAPI, client: httpx.AsyncClient
 ) -> None:
-    if backend == "libsql":
-        pytest.skip("the simulations do not repeat on libSQL yet (test_learning_sim.py)")
     found = await on_kinds(client, seed=2, wait=drain(app).drain, inert=True)
     assert found.status != "active", found
     assert "better" not in found.verdicts, found
