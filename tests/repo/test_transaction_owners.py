@@ -20,6 +20,7 @@ OWNERS = {
     "read transaction begun again when the server interrupted it",
     "db/backends/hrana.py": "the DB-API connection's own commit and rollback, and the "
     "driver's one-call transaction in one request",
+    "db/backends/libsql_replica.py": "the same, handed to the replica's server connection",
     "api/deps.py": "a request's transactions",
     "services/writer/": "the writer's group commits and the orphan sweep",
     "worker/": "a job's transaction, committed with its completion; the embedding backlog "

@@ -290,10 +290,7 @@ class Connection:
         self._lost()
 
 
-def connect(url: str, *, auth_token: str, check: bool = True) -> Connection:
-    """A connection to the server at `url` (http or https); with `check`, tried at once
-    with one request (an embedded replica's is not: it reads with the server gone)."""
-    conn = Connection(wire.Client.of(url, auth_token))
-    if check:
-        conn.execute("SELECT 1")
-    return conn
+def connect(url: str, *, auth_token: str) -> Connection:
+    """A connection to the server at `url` (http or https). Nothing is sent until its first
+    statement, which finds an unreachable server (an embedded replica's reads need none)."""
+    return Connection(wire.Client.of(url, auth_token))

@@ -1,17 +1,13 @@
-"""libSQL (Turso, sqld) for SQLAlchemy: the server through its HTTP protocol (`hrana`), an
-embedded replica through libsql-experimental.
+"""libSQL (Turso, sqld) for SQLAlchemy: the server through its HTTP protocol (`hrana`; the
+binding holds the GIL while it waits, so a round trip through it stops the process), an
+embedded replica's file through libsql-experimental (`libsql_replica` pairs the two).
 
-libsql-experimental's connection has sqlite3's shape (cursor, execute, commit, rollback,
-in_transaction) but not all of it: parameters must be tuples, a failure is a ValueError
-that carries the server's code in its text, and there is no create_function. `_Connection`
-and `_Cursor` give the rest of sqlite3's surface that `sqlite_driver` uses, and turn the
-errors into sqlite3's classes, so SQLAlchemy reports a constraint as an IntegrityError and
-an unreachable server as an OperationalError. The connection runs in aiosqlite's thread,
-as a SQLite file's does, with `sqlite_driver`'s one hand-off per statement.
-
-The binding holds the GIL while it waits for the server (a round trip through it stops
-the process), so the server is reached through `hrana.Connection`, of the same surface.
-A replica reads its local file, and syncs from the server after each write it commits.
+libsql-experimental's connection has sqlite3's shape but not all of it: parameters must
+be tuples, a failure is a ValueError that carries the server's code in its text, and
+there is no create_function. `_Connection` and `_Cursor` give the rest of sqlite3's
+surface that `sqlite_driver` uses, and turn the errors into sqlite3's classes. The
+connections run in aiosqlite's threads, as a SQLite file's do, with `sqlite_driver`'s
+one hand-off per statement.
 """
 
 from __future__ import annotations

@@ -155,4 +155,4 @@ class Connection:
 def connect(path: str, sync_url: str, *, auth_token: str, make_local: Any) -> Connection:
     """A connection to the replica file `path` of the server at `sync_url`."""
     local = Local.of(path, sync_url, make_local)
-    return Connection(local, hrana.connect(sync_url, auth_token=auth_token, check=False))
+    return Connection(local, hrana.connect(sync_url, auth_token=auth_token))

@@ -193,8 +193,9 @@ def test_a_lost_stream_and_an_unreachable_server_are_operational_errors(
         conn.execute("SELECT 2")
     assert not conn.in_transaction
     assert conn.execute("SELECT 3").fetchone() == (3,), "the next statement opens a new stream"
+    nowhere = hrana.connect(f"http://127.0.0.1:{free_port()}", auth_token="")
     with pytest.raises(sqlite3.OperationalError, match="unreachable"):
-        hrana.connect(f"http://127.0.0.1:{free_port()}", auth_token="")
+        nowhere.execute("SELECT 1")
 
 
 def test_rows_beyond_a_pipelines_answer_come_streamed(conn: hrana.Connection) -> None:
