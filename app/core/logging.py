@@ -58,3 +58,5 @@ def configure_logging(level: str = "INFO") -> None:
         logging.getLogger(name).handlers[:] = []
         logging.getLogger(name).propagate = True
     logging.getLogger("uvicorn.access").disabled = True
+    # httpx logs every request at INFO: the libSQL client's statements, the embedders' calls.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
