@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
+import sqlite3
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,8 @@ import pytest
 from fastapi import FastAPI
 
 from app.core.config import Embeddings, Settings
-from app.db.backends import kind_for
+from app.db.backends import create_engine, kind_for
+from app.db.migrate import migrate
 from app.services.access.auth import Role, create_key
 from tests.server import reset_database
 
@@ -31,10 +34,41 @@ ON_POSTGRES = DB_KIND == "postgresql"
 SLOW_TIMEOUT_S = 1800
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+# What a test's module names when it runs against ENGRAM_TEST_DATABASE_URL.
+_DATABASE_NAMES = ("DB_URL", "DB_KIND", "ON_POSTGRES")
+_DATABASE_FIXTURES = ("settings", "backend")
+
+
+def reaches_database(item: pytest.Item) -> bool:
+    """Whether a test runs against the database under test: it takes the `settings` (or
+    `backend`) fixture, or its module reads ENGRAM_TEST_DATABASE_URL's name. The rest (pure
+    functions, servers on a SQLite file of their own, and those marked `one_database`) do the
+    same on every backend."""
+    if item.get_closest_marker("one_database"):
+        return False
+    if any(name in getattr(item, "fixturenames", ()) for name in _DATABASE_FIXTURES):
+        return True
+    module = getattr(item, "module", None)
+    return module is not None and any(name in vars(module) for name in _DATABASE_NAMES)
+
+
+def pytest_report_header() -> str | None:
+    if DB_URL:
+        return f"database: {DB_KIND}; tests that never reach it ran with the SQLite run"
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
             item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT_S))
+    if not DB_URL:
+        return
+    # On a database server, only the tests that reach it: the others ran on the SQLite run.
+    elsewhere = [item for item in items if not reaches_database(item)]
+    if elsewhere:
+        config.hook.pytest_deselected(items=elsewhere)
+        items[:] = [item for item in items if reaches_database(item)]
 
 
 def thread_calls(monkeypatch: pytest.MonkeyPatch, *, task: str | None = None) -> list[str]:
@@ -91,13 +125,38 @@ def backend() -> str:
     return DB_KIND
 
 
+@pytest.fixture(scope="session")
+def migrated_file(tmp_path_factory: pytest.TempPathFactory) -> Path | None:
+    """A SQLite file migrated once for the run: each test's database starts as a copy
+    (the app's own migration then finds it at head; tests/db/test_migrations.py migrates
+    from nothing). None on a database server."""
+    if DB_URL:
+        return None
+    path = tmp_path_factory.mktemp("template") / "engram.db"
+
+    async def _migrate() -> None:
+        engine = create_engine(Settings(database_url=f"sqlite+aiosqlite:///{path}"))
+        try:
+            await migrate(engine)
+        finally:
+            await engine.dispose()
+
+    asyncio.run(_migrate())
+    with contextlib.closing(sqlite3.connect(path)) as conn:  # one file: no write-ahead log
+        conn.execute("PRAGMA journal_mode=DELETE")
+    return path
+
+
 @pytest.fixture
-async def settings(tmp_path: Path) -> Settings:
+async def settings(tmp_path: Path, migrated_file: Path | None) -> Settings:
     if DB_URL:
         await reset_database(DB_URL)
         url = DB_URL
     else:
-        url = f"sqlite+aiosqlite:///{tmp_path / 'engram.db'}"
+        assert migrated_file is not None
+        path = tmp_path / "engram.db"
+        shutil.copyfile(migrated_file, path)
+        url = f"sqlite+aiosqlite:///{path}"
     return Settings(
         database_url=url,
         blob_dir=tmp_path / "blobs",

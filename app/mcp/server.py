@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import AsyncIterator
 from importlib import metadata
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.tools import Tool
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
@@ -36,6 +38,13 @@ INSTRUCTIONS = (
 )
 
 
+@functools.cache
+def _tools() -> tuple[Tool, ...]:
+    """The tools, built once per process: their argument models and schemas (most of a
+    server's making) are the same for every server."""
+    return (*task_tools(), *knowledge_tools())
+
+
 def build_server() -> MCPServer:
     """The tools and resources, over the services the HTTP routes use."""
     root = logging.getLogger()
@@ -45,7 +54,7 @@ def build_server() -> MCPServer:
         title="Engram",
         instructions=INSTRUCTIONS,
         version=metadata.version("engram"),
-        tools=[*task_tools(), *knowledge_tools()],
+        tools=list(_tools()),
         subscriptions=False,
     )
     # MCPServer sets up the root logger when nothing has yet; the service's logging (JSON,

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
+import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import text
@@ -19,6 +21,14 @@ from app.models import Base
 # Objects the models cannot declare: SQLite's full-text tables and their triggers,
 # PostgreSQL's generated tsvector column and GIN index; Alembic's own version table.
 EXTERNAL = ("memories_fts", "alembic_version", "search_vector", "ix_memories_search")
+
+
+@pytest.fixture
+def settings(settings: Settings, tmp_path: Path) -> Settings:
+    """On SQLite, no file at all (not the migrated copy the other tests start from): the
+    migrations run from the first."""
+    (tmp_path / "engram.db").unlink(missing_ok=True)
+    return settings
 
 
 def _diff(connection: Connection) -> list[Any]:

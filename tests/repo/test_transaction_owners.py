@@ -16,11 +16,10 @@ OWNERS = {
     "db/engine.py": "the one transaction helper (Transactions.read/write)",
     "db/migrate.py": "migrations, in a transaction of their own",
     "db/backends/sqlite_driver.py": "the driver's one-call transaction (the writer's direct path)",
-    "db/backends/libsql_driver.py": "the DB-API connection's own commit and rollback, and a "
-    "read transaction begun again when the server interrupted it",
     "db/backends/hrana.py": "the DB-API connection's own commit and rollback, and the "
     "driver's one-call transaction in one request",
-    "db/backends/libsql_replica.py": "the same, handed to the replica's server connection",
+    "db/backends/libsql_replica.py": "the DB-API connection's commit and rollback, handed to "
+    "the replica's server connection",
     "api/deps.py": "a request's transactions",
     "services/writer/": "the writer's group commits and the orphan sweep",
     "worker/": "a job's transaction, committed with its completion; the embedding backlog "

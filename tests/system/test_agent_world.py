@@ -24,7 +24,6 @@ from bench.agentsessions import PAIRS, blind_plan, memory_plan, new_task, play
 from bench.agentshop import RELEASE
 from bench.agentwebapp import WEBAPP
 from bench.agentworld import server, world_figures
-from tests.conftest import DB_URL
 
 
 def _sessions(seed: int) -> list[list[dict[str, object]]]:
@@ -128,9 +127,7 @@ async def test_a_small_world_runs_and_its_figures_are_well_formed(tmp_path: Path
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(
-    bool(DB_URL), reason="the world's server runs on a SQLite file: one run is enough"
-)
+@pytest.mark.one_database  # the world's server runs on a SQLite file
 @pytest.mark.parametrize("rewards", [True, False], ids=["rewards", "no-rewards"])
 async def test_the_full_world(tmp_path: Path, rewards: bool) -> None:
     figures = await _run(tmp_path, sessions=20, rewards=rewards, probes=3)

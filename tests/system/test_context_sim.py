@@ -72,6 +72,7 @@ async def test_messy_logs_teach_a_skill_per_context_and_an_agent_follows_them(
 
 
 @pytest.mark.slow
+@pytest.mark.one_database  # more worlds: the short run covers each database
 @pytest.mark.parametrize("seed", [1, 2, 3, 11])
 async def test_other_worlds_are_learned_from_500_logged_episodes(
     client: httpx.AsyncClient, seed: int

@@ -15,7 +15,6 @@ import httpx
 import pytest
 
 from tests.api.test_store_failures import small_disk
-from tests.conftest import DB_KIND
 from tests.server import EngramServer
 
 SIZE_MB = 40
@@ -66,7 +65,7 @@ async def write_again(client: httpx.AsyncClient, name: str) -> str:
     raise AssertionError(f"writes did not resume: {r.status_code} {r.text}")
 
 
-@pytest.mark.skipif(DB_KIND != "sqlite", reason="the local disk's stores: one run is enough")
+@pytest.mark.one_database  # the local disk's stores, on a SQLite file
 @pytest.mark.parametrize(
     ("writers", "rounds"), [(4, 1), pytest.param(8, 3, marks=pytest.mark.slow)]
 )

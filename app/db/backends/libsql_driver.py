@@ -2,10 +2,9 @@
 binding holds the GIL while it waits, so a round trip through it stops the process), an
 embedded replica's file through libsql-experimental (`libsql_replica` pairs the two).
 
-libsql-experimental's connection has sqlite3's shape but not all of it: parameters must
-be tuples, a failure is a ValueError that carries the server's code in its text, and
-there is no create_function. `_Connection` and `_Cursor` give the rest of sqlite3's
-surface that `sqlite_driver` uses, and turn the errors into sqlite3's classes. The
+libsql-experimental's connection reads the replica's file and syncs it: its parameters
+must be tuples, a failure is a ValueError that carries the server's code in its text
+(`_error` turns it into sqlite3's classes), and there is no create_function. The
 connections run in aiosqlite's threads, as a SQLite file's do, with `sqlite_driver`'s
 one hand-off per statement.
 """
@@ -15,8 +14,7 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
-import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import date, datetime
 from typing import Any
 
@@ -70,7 +68,6 @@ def _error(exc: Exception) -> sqlite3.Error:
     return error
 
 
-RETRY_PAUSES_S = (0.0, 0.005, 0.02, 0.1)
 # What an error says when the connection's state on the server is unknown.
 _GONE = ("unreachable", "stream lost", "Transaction timed out", "within a transaction")
 
@@ -97,141 +94,41 @@ def _adapt(value: date | memoryview | bytearray) -> str | bytes:
     return bytes(value)
 
 
-class _Cursor:
-    """sqlite3.Cursor's surface over a libsql-experimental cursor."""
-
-    def __init__(self, conn: _Connection) -> None:
-        self._conn = conn
-        self._cursor = conn.raw.cursor()
-        self.arraysize = 1
-
-    @property
-    def description(self) -> Any:
-        return self._cursor.description
-
-    @property
-    def rowcount(self) -> int:
-        return int(self._cursor.rowcount)
-
-    @property
-    def lastrowid(self) -> int | None:
-        return self._cursor.lastrowid  # type: ignore[no-any-return]
-
-    def execute(self, operation: str, parameters: Any = None) -> _Cursor:
-        values = _params(parameters)
-        for pause in (*RETRY_PAUSES_S, None):
-            try:
-                self._cursor.execute(operation, values)
-                self._conn.began(operation)
-                return self
-            except ValueError as exc:
-                # sqld answers "SQLite error: interrupted" now and then when a statement
-                # follows another on the same connection (4 to 6 in 100 such pairs in a
-                # loop here), and within a transaction the connection keeps answering it.
-                # Outside a transaction, or in a read transaction (begun again: its
-                # snapshot moves forward, nothing was written), the statement runs again;
-                # in a write transaction the error stands, and the caller's transaction
-                # is retried or fails whole.
-                if pause is None or "interrupted" not in str(exc) or self._conn.writing:
-                    raise _error(exc) from exc
-                time.sleep(pause)
-                self._conn.restart_read()
-                self._cursor = self._conn.raw.cursor()
-        raise AssertionError("unreachable")
-
-    def executemany(self, operation: str, seq_of_parameters: Iterable[Any]) -> _Cursor:
-        try:
-            self._cursor.executemany(operation, [_params(p) for p in seq_of_parameters])
-        except ValueError as exc:
-            raise _error(exc) from exc
-        return self
-
-    def fetchone(self) -> Any:
-        return self._cursor.fetchone()
-
-    def fetchmany(self, size: int | None = None) -> list[Any]:
-        return list(self._cursor.fetchmany(size or self.arraysize))
-
-    def fetchall(self) -> list[Any]:
-        return list(self._cursor.fetchall())
-
-    def close(self) -> None:
-        self._cursor.close()
-
-
 def _is_replica(connection: Any) -> bool:
     """Whether SQLAlchemy's DB-API connection wraps an embedded replica's."""
     inner = getattr(getattr(connection, "_connection", None), "_conn", None)
     return bool(getattr(inner, "_replica", False))
 
 
-class _Connection:
-    """sqlite3.Connection's surface over a libsql-experimental connection."""
+class _File:
+    """An embedded replica's file through the binding: the reads outside a transaction,
+    and the syncs that pull the server's changes (`libsql_replica.Local` holds the one
+    per process and its lock)."""
 
-    def __init__(self, conn: Any, *, replica: bool) -> None:
+    def __init__(self, conn: Any) -> None:
         self.raw = conn
-        self._replica = replica
-        # The open transaction began with BEGIN IMMEDIATE (a writer's) or BEGIN (a reader's).
-        self.writing = False
-        self._reading = False
 
-    @property
-    def in_transaction(self) -> bool:
-        return bool(self.raw.in_transaction)
-
-    @property
-    def isolation_level(self) -> str | None:
-        return self.raw.isolation_level  # type: ignore[no-any-return]
-
-    def began(self, operation: str) -> None:
-        statement = operation.strip().upper()
-        if statement.startswith("BEGIN"):
-            self.writing = "IMMEDIATE" in statement or "EXCLUSIVE" in statement
-            self._reading = not self.writing
-        elif statement in ("COMMIT", "ROLLBACK", "END"):
-            self.writing = self._reading = False
-
-    def restart_read(self) -> None:
-        """End the read transaction, if one is open, and begin another."""
-        if self._reading:
-            self.rollback()
-            self.raw.cursor().execute("BEGIN", ())
-            self._reading = True
-
-    def cursor(self) -> _Cursor:
-        return _Cursor(self)
-
-    def execute(self, operation: str, parameters: Any = None) -> _Cursor:
-        return self.cursor().execute(operation, parameters)
-
-    def executemany(self, operation: str, seq_of_parameters: Iterable[Any]) -> _Cursor:
-        return self.cursor().executemany(operation, seq_of_parameters)
-
-    def commit(self) -> None:
-        wrote = self.raw.in_transaction and self.writing
-        self.writing = self._reading = False
+    def read(self, operation: str, parameters: Any, *, many: bool) -> hrana.Result:
+        found = hrana.Result(None)
         try:
-            self.raw.commit()
-            if wrote and self._replica:
-                self.raw.sync()
+            cursor = self.raw.cursor()
+            if many:
+                cursor.executemany(operation, [_params(p) for p in parameters])
+            else:
+                cursor.execute(operation, _params(parameters))
+            found.description = cursor.description
+            if found.description:
+                found.rows = [tuple(row) for row in cursor.fetchall()]
         except ValueError as exc:
             raise _error(exc) from exc
-
-    def rollback(self) -> None:
-        self.writing = self._reading = False
-        try:
-            self.raw.rollback()
-        except ValueError as exc:
-            raise _error(exc) from exc
+        found.rowcount, found.lastrowid = int(cursor.rowcount), cursor.lastrowid
+        return found
 
     def sync(self) -> None:
         try:
             self.raw.sync()
         except ValueError as exc:
             raise _error(exc) from exc
-
-    def close(self) -> None:
-        self.raw.close()
 
 
 def connect(
@@ -242,13 +139,14 @@ def connect(
     if sync_url is None:
         return hrana.connect(database, auth_token=auth_token)
 
-    def local() -> _Connection:
+    def local() -> _File:
         try:
             conn = libsql_experimental.connect(database, sync_url=sync_url, auth_token=auth_token)
-            conn.sync()
-            return _Connection(conn, replica=True)
         except ValueError as exc:
             raise _error(exc) from exc
+        file = _File(conn)
+        file.sync()
+        return file
 
     return libsql_replica.connect(database, sync_url, auth_token=auth_token, make_local=local)
 

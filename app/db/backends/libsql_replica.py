@@ -34,7 +34,7 @@ class Local:
     _made = threading.Lock()
 
     def __init__(self, conn: Any) -> None:
-        self.conn = conn  # libsql_driver._Connection over the binding's replica connection
+        self.conn = conn  # libsql_driver._File: the binding's connection to the file
         self.lock = threading.Lock()
         self.behind = False  # a write committed since the last sync
 
@@ -57,16 +57,7 @@ class Local:
                     self.conn.sync()
                 except sqlite3.Error:
                     log.warning("replica sync before a read failed: read as it is")
-            cursor = self.conn.cursor()
-            if many:
-                cursor.executemany(operation, parameters)
-            else:
-                cursor.execute(operation, parameters)
-            found = hrana.Result(None)
-            found.description = cursor.description
-            if found.description:
-                found.rows = [tuple(row) for row in cursor.fetchall()]
-            found.rowcount, found.lastrowid = cursor.rowcount, cursor.lastrowid
+            found: hrana.Result = self.conn.read(operation, parameters, many=many)
             return found
 
     def sync(self) -> None:
