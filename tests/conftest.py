@@ -65,10 +65,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if not DB_URL:
         return
     # On a database server, only the tests that reach it: the others ran on the SQLite run.
-    elsewhere = [item for item in items if not reaches_database(item)]
+    kept: list[pytest.Item] = []
+    elsewhere: list[pytest.Item] = []
+    for item in items:
+        (kept if reaches_database(item) else elsewhere).append(item)
     if elsewhere:
         config.hook.pytest_deselected(items=elsewhere)
-        items[:] = [item for item in items if reaches_database(item)]
+        items[:] = kept
 
 
 def thread_calls(monkeypatch: pytest.MonkeyPatch, *, task: str | None = None) -> list[str]:

@@ -97,7 +97,7 @@ def _adapt(value: date | memoryview | bytearray) -> str | bytes:
 def _is_replica(connection: Any) -> bool:
     """Whether SQLAlchemy's DB-API connection wraps an embedded replica's."""
     inner = getattr(getattr(connection, "_connection", None), "_conn", None)
-    return bool(getattr(inner, "_replica", False))
+    return isinstance(inner, libsql_replica.Connection)
 
 
 class _File:

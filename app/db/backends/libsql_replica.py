@@ -83,8 +83,6 @@ class Cursor(hrana.Cursor):
 class Connection:
     """sqlite3.Connection's surface over an embedded replica and its server."""
 
-    _replica = True
-
     def __init__(self, local: Local, remote: hrana.Connection) -> None:
         self.local = local
         self.remote = remote
