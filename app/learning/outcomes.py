@@ -6,7 +6,8 @@ Evidence, strongest first:
 - the last check the agent ran (a test, build, lint, type check or deploy command): its
   result, unless a later run of the same command says otherwise;
 - failures left unresolved: a command that failed and never ran cleanly afterwards;
-- an interruption by the user.
+- an interruption by the user, unless their next words ask the agent to go on ("sorry,
+  hit esc by accident, carry on"): then the work goes on in the next turn, judged there.
 A turn with none of these is left unknown: an inference is made only where it is likely
 right. Each inference carries its confidence and the evidence it rests on.
 """
@@ -27,6 +28,7 @@ CHECK_FAILED = 0.85
 UNRESOLVED = 0.65
 INTERRUPTED = 0.6
 REPLY = 0.9
+RESUMED = "the user interrupted the agent, then asked it to go on"
 # Below this, an inference is not worth labelling the episode with.
 MIN_CONFIDENCE = 0.6
 
@@ -52,6 +54,12 @@ _NEGATIVE_SAME_WORK = re.compile(
     r"won'?t|can'?t|not (there|on|in|showing|deployed|released|applied|updated|working|fixed)|"
     r"fix (it|that|this)|sort (it|that|this) out|stuck|hangs?|hanging|timed out|exceptions?|"
     r"panic\w*|\w*backoff|oom\w*|out of memory)\b|\?\?",
+    re.IGNORECASE,
+)
+# After an interruption: the user asks the agent to go on with the same work.
+_CARRY_ON = re.compile(
+    r"\b(carry on|continue|go on|keep going|go ahead|proceed|resume|(by|on) accident|"
+    r"by mistake|didn'?t mean to)\b",
     re.IGNORECASE,
 )
 _POSITIVE = re.compile(
@@ -82,14 +90,18 @@ def from_steps(
     *,
     interrupted: bool,
     check_of: Callable[[str], str | None],
+    resumed: bool = False,
 ) -> Inferred:
-    """The outcome a turn's steps (learning steps: action and status) point to."""
+    """The outcome a turn's steps (learning steps: action and status) point to; `resumed`:
+    the turn was cut short and the user's next words asked the agent to go on."""
     actions = [str(s.get("action") or "") for s in steps]
     ok = [s.get("status", "ok") == "ok" for s in steps]
     unresolved = [
         i for i, a in enumerate(actions) if not ok[i] and not any(ok[j] for j in _later(actions, i))
     ]
     checks = [i for i, a in enumerate(actions) if check_of(a) is not None]
+    if interrupted and resumed:
+        return Inferred(UNKNOWN, 0.0, [RESUMED])
     if interrupted:
         return Inferred(FAILURE, INTERRUPTED, ["the user interrupted the agent"])
     if checks:
@@ -117,9 +129,11 @@ def _later(actions: Sequence[str], i: int) -> list[int]:
     return [j for j in range(i + 1, len(actions)) if actions[j] == actions[i]]
 
 
-def from_reply(text: str, *, same_work: bool = False) -> Inferred | None:
+def from_reply(text: str, *, same_work: bool = False, cut_short: bool = False) -> Inferred | None:
     """What the user's next prompt says of the turn before (None: it says nothing);
-    `same_work`: the prompt asks for the same kind of work, so plainer complaints count."""
+    `same_work`: the prompt asks for the same kind of work, so plainer complaints count;
+    `cut_short`: the user interrupted that turn, and asking the agent to go on withdraws
+    the interruption's failure (the outcome is then unknown: the next turn tells)."""
     head = text.strip()[:300]
     negative = _NEGATIVE.search(head) or (same_work and _NEGATIVE_SAME_WORK.search(head))
     positive = _POSITIVE.search(head)
@@ -127,7 +141,16 @@ def from_reply(text: str, *, same_work: bool = False) -> Inferred | None:
         return Inferred(FAILURE, REPLY, [f'the user then said "{_quote(head)}"'])
     if positive:
         return Inferred(SUCCESS, REPLY, [f'the user then said "{_quote(head)}"'])
+    if cut_short and _CARRY_ON.search(head):
+        return Inferred(UNKNOWN, 0.0, [RESUMED])
     return None
+
+
+def carries_on(text: str) -> bool:
+    """Whether the user's words, after they interrupted the agent, ask it to go on and
+    judge nothing ("sorry, hit esc by accident, carry on", "continue")."""
+    reply = from_reply(text, cut_short=True)
+    return reply is not None and reply.outcome == UNKNOWN
 
 
 def _quote(text: str) -> str:

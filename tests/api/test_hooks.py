@@ -168,6 +168,30 @@ def test_the_next_turn_opens_the_next_episode_of_the_session(agent: httpx.Client
     assert second["outcome_source"] == "inferred"
 
 
+@pytest.mark.parametrize(
+    ("reply", "outcome"),
+    [("sorry, hit esc by accident, carry on", "unknown"), ("no, that's wrong", "failure")],
+)
+def test_an_interrupted_turn_told_to_go_on_is_no_failure(
+    agent: httpx.Client, reply: str, outcome: str
+) -> None:
+    """Claude Code sends no Stop when the user interrupts: the next prompt closes the turn.
+    Asked to go on, the interruption judged nothing; told it was wrong, it failed."""
+    sid = _session()
+    agent.post(HOOK, json=payloads.user_prompt_submit("cut release 1.4.2", sid))
+    call = {"command": "git push origin main --tags"}
+    cut = payloads.post_tool_use_failure("Bash", call, "[Request interrupted by user]", sid)
+    agent.post(HOOK, json=cut | {"is_interrupt": True})
+    agent.post(HOOK, json=payloads.user_prompt_submit(reply, sid))
+    agent.post(HOOK, json=payloads.post_tool_use("Bash", call, {"stdout": "", "stderr": ""}, sid))
+    agent.post(HOOK, json=payloads.stop(sid))
+
+    first, _ = _episodes(agent, sid)
+    assert (first["status"], first["outcome"]) == ("completed", outcome)
+    if outcome == "unknown":
+        assert "asked it to go on" in first["verdict"]
+
+
 def test_an_outcome_given_by_a_wrapper_is_the_episodes(agent: httpx.Client) -> None:
     sid = _session()
     agent.post(HOOK, json=payloads.user_prompt_submit("rename the module", sid))

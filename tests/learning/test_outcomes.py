@@ -12,6 +12,7 @@ from app.learning.outcomes import (
     SUCCESS,
     UNKNOWN,
     Inferred,
+    carries_on,
     from_reply,
     from_steps,
     revised,
@@ -58,6 +59,35 @@ def test_no_evidence_claims_nothing() -> None:
 
 def test_an_interruption_is_a_failure() -> None:
     assert _infer(("uv run pytest -q", "ok"), interrupted=True).outcome == FAILURE
+
+
+def test_an_interruption_the_user_asks_to_go_on_from_judges_nothing() -> None:
+    steps = _steps(("uv run pytest -q", "ok"))
+    found = from_steps(steps, interrupted=True, check_of=_check, resumed=True)
+    assert (found.outcome, found.labelled) == (UNKNOWN, False)
+    # Asked to go on by a turn that was not cut short: its evidence stands.
+    assert from_steps(steps, interrupted=False, check_of=_check, resumed=True).outcome == SUCCESS
+
+
+@pytest.mark.parametrize(
+    ("reply", "goes_on"),
+    [
+        ("sorry, hit esc by accident, carry on", True),
+        ("continue", True),
+        ("go on please", True),
+        ("keep going", True),
+        ("oops, didn't mean to stop you", True),
+        ("no, that's wrong, continue with uv instead", False),
+        ("great, carry on", False),  # approval: a success, not a carry-on
+        ("add a discount field", False),
+    ],
+)
+def test_asking_to_go_on_after_an_interruption(reply: str, goes_on: bool) -> None:
+    assert carries_on(reply) is goes_on
+    after = from_reply(reply, cut_short=True)
+    assert (after is not None and after.outcome == UNKNOWN) is goes_on
+    # A turn that was not cut short is not judged by such words.
+    assert from_reply("keep going", cut_short=False) is None
 
 
 @pytest.mark.parametrize(

@@ -117,8 +117,10 @@ class AgentSessions:
         newest = await self._newest(namespace, agent, session_id)
         was_open = newest is not None and newest.status == "open"
         if newest is not None and was_open:
-            # The turn before never stopped (cut short, or its stop was lost).
-            await self._complete_turn(namespace, agent, newest, AgentEvent(kind=EventKind.STOP))
+            # The turn before never stopped (cut short, or its stop was lost): this prompt
+            # closes it (and, cut short, may ask the agent to go on).
+            stop = AgentEvent(kind=EventKind.STOP, prompt=prompt)
+            await self._complete_turn(namespace, agent, newest, stop)
             newest = replace(newest, status="completed")
         project = project_of(event.cwd)
         previous = newest.task_type if newest is not None else None
@@ -158,7 +160,8 @@ class AgentSessions:
             return
         evidence = [newest.verdict] if newest.verdict else []
         before = Inferred(newest.outcome or "unknown", newest.confidence or 0.0, evidence)
-        after = revised(before, from_reply(prompt, same_work=same_work))
+        cut_short = any(s.get("interrupted") for s in newest.steps)
+        after = revised(before, from_reply(prompt, same_work=same_work, cut_short=cut_short))
         if after is None or (after.outcome == before.outcome and before.confidence >= 0.9):
             return
         try:
@@ -277,7 +280,7 @@ class AgentSessions:
                 done = EpisodeComplete(outcome=event.outcome, verdict=verdict)
                 await self.episodes.complete(namespace, newest.id, done)
             else:
-                inferred = infer(newest.steps, rules=self.rules, interrupted=event.interrupted)
+                inferred = infer(newest.steps, event, rules=self.rules)
                 await self.episodes.complete_inferred(namespace, newest.id, inferred)
                 await self._reward(namespace, newest.task_id, inferred)
         except (Conflict, NotFound):

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from app.learning.outcomes import Inferred, from_steps
+from app.learning.outcomes import Inferred, carries_on, from_steps
 from app.learning.signatures import Rules, signature_of, verification
 from app.learning.steps import learning_steps
 from app.models import Episode
@@ -93,13 +93,15 @@ def step_of(event: AgentEvent, *, cwd: str | None, rules: Rules | None) -> StepC
     )
 
 
-def infer(skeletons: list[dict[str, Any]], *, rules: Rules | None, interrupted: bool) -> Inferred:
-    """The outcome a turn's steps point to (app/learning/outcomes.py)."""
-    cut_short = interrupted or any(s.get("interrupted") for s in skeletons)
+def infer(skeletons: list[dict[str, Any]], event: AgentEvent, *, rules: Rules | None) -> Inferred:
+    """The outcome a turn's steps point to (app/learning/outcomes.py), the turn closed by
+    `event`: a stop, or the user's next prompt (which may ask the agent to go on)."""
+    cut_short = event.interrupted or any(s.get("interrupted") for s in skeletons)
     return from_steps(
         learning_steps(skeletons),
         interrupted=cut_short,
         check_of=lambda action: verification(action, rules=rules),
+        resumed=carries_on(event.prompt or ""),
     )
 
 
