@@ -3,8 +3,8 @@
 Real recalls over natural text (exploring, epsilon 0.2), rewarded at random, then copied
 with new ids up to N completed transitions; then, in one run:
 - the dataset download of the same N transitions as NDJSON (the baseline: reading them);
-- POST /v1/policies/train until the policy is a candidate (fit on 70%, off-policy
-  evaluation of the latest 30%), as its job runs in the server's own worker.
+- POST /v1/policies/train until the policy is a candidate (fit on all of them, the latest
+  10,000 judged off-policy by cross-fitting), as its job runs in the server's own worker.
 
     python -m bench.policy_train [--transitions 100000] [--distinct 1000]
 """

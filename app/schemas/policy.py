@@ -28,11 +28,11 @@ class PolicyTrain(Window):
     """Train a policy on the rewarded recalls of a time window (default: all of them)."""
 
     model_config = ConfigDict(
-        json_schema_extra={"examples": [{"since": "2026-11-01T00:00:00Z", "folds": 5}]}
+        json_schema_extra={"examples": [{"since": "2026-11-01T00:00:00Z", "folds": 10}]}
     )
 
     folds: int = Field(
-        default=5,
+        default=10,
         ge=2,
         le=20,
         description="Cross-fitting: the window's latest decisions cut into this many blocks, "

@@ -63,7 +63,7 @@ async def prepare_training(
             namespace,
             since=_when(p["since"]),
             until=_when(p["until"]),
-            folds=p.get("folds", 5),  # 5, PolicyTrain's default, for a job queued with `holdout`
+            folds=p.get("folds", 10),  # PolicyTrain's default, for a job queued with `holdout`
             l2=p["l2"],
             clip=p["clip"],
             epsilon=p["epsilon"],

@@ -96,10 +96,10 @@ async def test_a_policy_learned_from_logs_is_judged_better_and_decides_as_a_cana
     policy = await trained(app, client)
     assert policy["status"] == "candidate", policy
     assert policy["parent_id"] == "baseline_v0"
-    # Fitted on every decision; each of the 5 folds judged by the model fitted without it.
+    # Fitted on every decision; each of the 10 folds judged by the model fitted without it.
     assert policy["training"]["n_train"] == 400
     assert policy["training"]["n_holdout"] == 400
-    assert policy["training"]["folds"] == 5
+    assert policy["training"]["folds"] == 10
     evaluation = (await client.get(f"/v1/policies/{policy['id']}/evaluation")).json()
     assert evaluation["verdict"] == "better", (evaluation["reason"], evaluation["estimates"])
     assert evaluation["supported_share"] >= 0.95

@@ -179,7 +179,7 @@ def policy_train(
     since: Since = None,
     until: Until = None,
     folds: Annotated[
-        int | None, Opt(help="Cross-fitting: blocks of the latest decisions, 2 to 20 (5)")
+        int | None, Opt(help="Cross-fitting: blocks of the latest decisions, 2 to 20 (10)")
     ] = None,
     l2: Annotated[float | None, Opt("--l2", help="L2 regularisation of the reward model")] = None,
     clip: Annotated[float | None, Opt(help="Largest importance weight")] = None,

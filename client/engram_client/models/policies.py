@@ -16,7 +16,7 @@ class PolicyTrain(Request):
 
     since: datetime | None = Field(default=None, description="Transitions at or after")
     until: datetime | None = Field(default=None, description="Transitions before")
-    folds: int | None = Field(default=None, description="Cross-fitting blocks, 2 to 20 (5)")
+    folds: int | None = Field(default=None, description="Cross-fitting blocks, 2 to 20 (10)")
     l2: float | None = Field(default=None, description="L2 regularisation of the reward model")
     clip: float | None = Field(default=None, description="Largest importance weight")
 
