@@ -168,20 +168,24 @@ def test_the_next_turn_opens_the_next_episode_of_the_session(agent: httpx.Client
     assert second["outcome_source"] == "inferred"
 
 
+@pytest.mark.parametrize("stopped", [False, True])
 @pytest.mark.parametrize(
     ("reply", "outcome"),
     [("sorry, hit esc by accident, carry on", "unknown"), ("no, that's wrong", "failure")],
 )
 def test_an_interrupted_turn_told_to_go_on_is_no_failure(
-    agent: httpx.Client, reply: str, outcome: str
+    agent: httpx.Client, reply: str, outcome: str, stopped: bool
 ) -> None:
-    """Claude Code sends no Stop when the user interrupts: the next prompt closes the turn.
-    Asked to go on, the interruption judged nothing; told it was wrong, it failed."""
+    """Claude Code sends no Stop when the user interrupts: the next prompt closes the turn
+    (an imported transcript's turn is stopped first, then judged by that prompt). Asked to
+    go on, the interruption judged nothing; told it was wrong, it failed."""
     sid = _session()
     agent.post(HOOK, json=payloads.user_prompt_submit("cut release 1.4.2", sid))
     call = {"command": "git push origin main --tags"}
     cut = payloads.post_tool_use_failure("Bash", call, "[Request interrupted by user]", sid)
     agent.post(HOOK, json=cut | {"is_interrupt": True})
+    if stopped:
+        agent.post(HOOK, json=payloads.stop(sid))
     agent.post(HOOK, json=payloads.user_prompt_submit(reply, sid))
     agent.post(HOOK, json=payloads.post_tool_use("Bash", call, {"stdout": "", "stderr": ""}, sid))
     agent.post(HOOK, json=payloads.stop(sid))
