@@ -28,7 +28,8 @@ CHECK_FAILED = 0.85
 UNRESOLVED = 0.65
 INTERRUPTED = 0.6
 REPLY = 0.9
-RESUMED = "the user interrupted the agent, then asked it to go on"
+CUT_SHORT = "the user interrupted the agent"
+RESUMED = f"{CUT_SHORT}, then asked it to go on"
 # Below this, an inference is not worth labelling the episode with.
 MIN_CONFIDENCE = 0.6
 
@@ -103,7 +104,7 @@ def from_steps(
     if interrupted and resumed:
         return Inferred(UNKNOWN, 0.0, [RESUMED])
     if interrupted:
-        return Inferred(FAILURE, INTERRUPTED, ["the user interrupted the agent"])
+        return Inferred(FAILURE, INTERRUPTED, [CUT_SHORT])
     if checks:
         last = checks[-1]
         what = f"{check_of(actions[last])} command `{actions[last]}`"

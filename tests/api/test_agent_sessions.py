@@ -385,3 +385,30 @@ async def test_a_complaint_of_the_turn_before_goes_on_with_its_kind(
     fix_tests = (await _episodes(client, other))[0]["task_type"]
     assert fix_tests != "shop/release"
     assert kinds == ["shop/release", "shop/release", "shop/release", fix_tests]
+
+
+async def test_a_cursor_turn_the_user_stopped_and_waved_on_is_no_failure(
+    client: httpx.AsyncClient,
+) -> None:
+    """Cursor's stop says `aborted` when the user stopped the agent: a failure, unless the
+    next prompt asks it to go on."""
+    outcomes = []
+    for reply in ("continue", "no, that's wrong"):
+        base = {"conversation_id": str(uuid.uuid4()), "workspace_roots": [WEB]}
+        for event in (
+            {"hook_event_name": "beforeSubmitPrompt", "prompt": "release 2.0.0"},
+            {"hook_event_name": "afterShellExecution", "command": "npm run build"},
+            {"hook_event_name": "stop", "status": "aborted"},
+        ):
+            assert (await client.post("/v1/hooks/cursor", json=base | event)).status_code == 200
+        [stopped] = (
+            await client.get(
+                "/v1/episodes", params={"task_id": f"cursor:{base['conversation_id']}"}
+            )
+        ).json()["items"]
+        assert stopped["outcome"] == "failure"
+        prompt = {"hook_event_name": "beforeSubmitPrompt", "prompt": reply}
+        assert (await client.post("/v1/hooks/cursor", json=base | prompt)).status_code == 200
+        first = (await client.get(f"/v1/episodes/{stopped['id']}")).json()
+        outcomes.append(first["outcome"])
+    assert outcomes == ["unknown", "failure"]

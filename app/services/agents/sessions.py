@@ -32,6 +32,7 @@ from app.services.agents.turns import (
     NAME_CHARS,
     TASK_CHARS,
     Newest,
+    cut_short,
     episode_seed,
     infer,
     newest_of,
@@ -117,8 +118,7 @@ class AgentSessions:
         newest = await self._newest(namespace, agent, session_id)
         was_open = newest is not None and newest.status == "open"
         if newest is not None and was_open:
-            # The turn before never stopped (cut short, or its stop was lost): this prompt
-            # closes it (and, cut short, may ask the agent to go on).
+            # Never stopped (cut short, or its stop was lost): this prompt closes the turn.
             stop = AgentEvent(kind=EventKind.STOP, prompt=prompt)
             await self._complete_turn(namespace, agent, newest, stop)
             newest = replace(newest, status="completed")
@@ -160,8 +160,8 @@ class AgentSessions:
             return
         evidence = [newest.verdict] if newest.verdict else []
         before = Inferred(newest.outcome or "unknown", newest.confidence or 0.0, evidence)
-        cut_short = any(s.get("interrupted") for s in newest.steps)
-        after = revised(before, from_reply(prompt, same_work=same_work, cut_short=cut_short))
+        reply = from_reply(prompt, same_work=same_work, cut_short=cut_short(newest))
+        after = revised(before, reply)
         if after is None or (after.outcome == before.outcome and before.confidence >= 0.9):
             return
         try:

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from app.learning.outcomes import Inferred, carries_on, from_steps
+from app.learning.outcomes import CUT_SHORT, Inferred, carries_on, from_steps
 from app.learning.signatures import Rules, signature_of, verification
 from app.learning.steps import learning_steps
 from app.models import Episode
@@ -176,3 +176,10 @@ def newest_of(row: Episode) -> Newest:
         verdict=row.verdict,
         steps=list(row.steps or []),
     )
+
+
+def cut_short(newest: Newest) -> bool:
+    """Whether the user interrupted the turn: a step of it (Claude Code's interrupted tool
+    call), or its stop (Cursor's aborted one, Codex's turn_aborted: the inferred verdict
+    says so)."""
+    return any(s.get("interrupted") for s in newest.steps) or CUT_SHORT in (newest.verdict or "")
