@@ -15,6 +15,7 @@ from app.db.engine import Transactions
 from app.learning.bandit import RewardModel
 from app.models import Job
 from app.repositories.policies import PolicyRepository
+from app.schemas.policy import PolicyTrain
 from app.services.policies import lifecycle as policy_lifecycle
 from app.services.policies import training as policy_training
 from app.worker.context import JobContext
@@ -63,7 +64,8 @@ async def prepare_training(
             namespace,
             since=_when(p["since"]),
             until=_when(p["until"]),
-            folds=p.get("folds", 10),  # PolicyTrain's default, for a job queued with `holdout`
+            # A job queued with `holdout` (before cross-fitting) takes today's default.
+            folds=p.get("folds", PolicyTrain.model_fields["folds"].default),
             l2=p["l2"],
             clip=p["clip"],
             epsilon=p["epsilon"],

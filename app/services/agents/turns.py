@@ -96,12 +96,12 @@ def step_of(event: AgentEvent, *, cwd: str | None, rules: Rules | None) -> StepC
 def infer(skeletons: list[dict[str, Any]], event: AgentEvent, *, rules: Rules | None) -> Inferred:
     """The outcome a turn's steps point to (app/learning/outcomes.py), the turn closed by
     `event`: a stop, or the user's next prompt (which may ask the agent to go on)."""
-    cut_short = event.interrupted or any(s.get("interrupted") for s in skeletons)
+    interrupted = event.interrupted or _interrupted(skeletons)
     return from_steps(
         learning_steps(skeletons),
-        interrupted=cut_short,
+        interrupted=interrupted,
         check_of=lambda action: verification(action, rules=rules),
-        resumed=carries_on(event.prompt or ""),
+        resumed=interrupted and carries_on(event.prompt or ""),
     )
 
 
@@ -182,4 +182,9 @@ def cut_short(newest: Newest) -> bool:
     """Whether the user interrupted the turn: a step of it (Claude Code's interrupted tool
     call), or its stop (Cursor's aborted one, Codex's turn_aborted: the inferred verdict
     says so)."""
-    return any(s.get("interrupted") for s in newest.steps) or CUT_SHORT in (newest.verdict or "")
+    return _interrupted(newest.steps) or CUT_SHORT in (newest.verdict or "")
+
+
+def _interrupted(skeletons: list[dict[str, Any]]) -> bool:
+    """Whether a step of the turn was a tool call the user interrupted."""
+    return any(s.get("interrupted") for s in skeletons)
