@@ -24,6 +24,8 @@ class TaskKind(NamespacedId, Base):
     # the model whose vectors they are; a kind of another model starts its sum again.
     meaning: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
     meaning_model: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    # Up to 16 of those vectors, the most unlike each other (float16, little-endian).
+    examples: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
     # The kind whose work this one's turned out to be (app/services/learning/kind_merges.py):
     # its prompts are counted there, and prompts are filed there from then on.
     merged_into: Mapped[str | None] = mapped_column(String(64), nullable=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from app.learning.kinds import (
+    EXAMPLES,
     Kind,
     Vector,
     add_prompt,
@@ -116,6 +117,40 @@ def test_a_prompt_close_in_meaning_joins_a_kind_its_words_never_named() -> None:
     # The kind's meaning is the sum of its prompts' vectors.
     assert release.meaning is not None
     assert np.allclose(release.meaning, _unit(1, 0.1, 0) + _unit(1, 0, 0.1))
+
+
+def test_a_kind_asked_for_in_two_ways_is_near_to_both() -> None:
+    migration, deploy = Kind("0", "migration"), Kind("1", "deploy")
+    for i in range(8):  # "add a notes column to invoices", mostly
+        add_prompt(migration, ["column"], _unit(1, 0.02 * i, 0, 0))
+    for i in range(3):  # "let's store notes on invoices", now and then
+        add_prompt(migration, ["store"], _unit(0.05 * i, 1, 0, 0))
+    for _ in range(4):
+        add_prompt(deploy, ["deploy"], _unit(0, 0, 1, 0))
+    kinds = [migration, deploy]
+    asked = _unit(0.1, 1, 0.1, 0.2)
+    assert migration.meaning is not None
+    mean = migration.meaning / np.linalg.norm(migration.meaning)
+    assert float(asked @ mean) < 0.5  # out of reach of the kind's mean vector
+    kind, score = closest([], kinds, threshold=THRESHOLD, vector=asked)
+    assert kind is migration  # its nearest prompts reach it
+    assert score > 0.9
+    # Other work is still no kind's.
+    assert closest([], kinds, threshold=THRESHOLD, vector=_unit(0.3, 0.3, 0.3, 1))[0] is None
+
+
+def test_a_kind_keeps_the_prompts_least_alike() -> None:
+    kind = Kind("0", "release")
+    rare = [_unit(0, 1, 0), _unit(0, 0, 1), _unit(0, 1, 1)]
+    for i in range(EXAMPLES + 10):
+        add_prompt(kind, ["release"], _unit(1, 0.001 * i, 0))
+        if i in (3, 9, 15):
+            add_prompt(kind, ["release"], rare.pop())
+    assert kind.examples is not None
+    assert kind.examples.shape == (EXAMPLES, 3)
+    # The three unlike the rest stay, and the latest of the alike ones.
+    for v in (_unit(0, 1, 0), _unit(0, 0, 1), _unit(0, 1, 1), _unit(1, 0.001 * 25, 0)):
+        assert np.isclose(kind.examples @ v, 1.0, atol=1e-6).any()
 
 
 def test_a_kind_without_a_meaning_is_judged_by_its_words() -> None:
