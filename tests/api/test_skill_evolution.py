@@ -201,3 +201,42 @@ async def test_an_agents_kind_keeps_what_unguided_sessions_showed_after_a_wrong_
     assert state == "active", found
     [learned] = [s for s in found if s["name"] == name]
     assert [s["action"] for s in learned["steps"]] == ["uv.test", "git.tag", "git.push"]
+
+
+async def test_the_lucky_sessions_that_taught_a_wrong_skill_do_not_teach_it_again(
+    app: FastAPI, client: httpx.AsyncClient
+) -> None:
+    """Coding agents' sessions: a few unguided sessions that pushed before tagging got
+    away with it and taught a skill; everyone who followed it failed, and it retires.
+    Those sessions are its evidence: learned again from, they would teach the same wrong
+    order. The sessions that did it right are what is left to learn from."""
+    kind = "shop/release"
+    right, wrong = steps("uv.test", "git.tag", "git.push"), steps("uv.test", "git.push", "git.tag")
+    lucky = []
+    for i in range(4):  # before the skill: the wrong order, and it happened to work
+        r = await client.post(
+            "/v1/episodes",
+            json={"task_id": f"t{i}", "agent_id": "claude-code", "task_type": kind,
+                  "steps": wrong, "outcome": "success"},
+        )  # fmt: skip
+        lucky.append(r.json()["id"])
+    for i in range(4, 7):  # before the skill: the right order
+        await post(
+            client, i, agent_id="claude-code", task_type=kind, steps=right, outcome="success"
+        )
+    taught = await skill(
+        app, "shop/release-wrong", kind, ["uv.test", "git.push", "git.tag"], evidence=lucky
+    )
+    for i in range(7, 19):  # following it: failures
+        await post(
+            client, i, agent_id="claude-code", task_type=kind, steps=wrong,
+            outcome="failure", skills_applied=[taught],
+        )  # fmt: skip
+    await drain(app)
+    found = (await client.get("/v1/skills", params={"task_type": kind})).json()["items"]
+    status = {s["name"]: s["status"] for s in found}
+    assert status.pop("shop/release-wrong") == "retired"
+    [(name, state)] = status.items()
+    assert state == "active", found
+    [learned] = [s for s in found if s["name"] == name]
+    assert [s["action"] for s in learned["steps"]] == ["uv.test", "git.tag", "git.push"]
