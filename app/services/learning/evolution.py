@@ -76,12 +76,13 @@ class EvolutionPass:
             if reason is not None:
                 await ledger.retire(skill, reason, [r["episode_id"] for r in skill.recent], now)
         live = [k for k in live if k.status != "retired"]
+        retired = {k.id for k in skills if k.status == "retired"}
         window = await read_window(
             self.episodes,
             ledger.skills,
             namespace,
             task_type,
-            retired=[k for k in skills if k.status == "retired"],
+            retired=retired,
             retired_now=ledger.retired,
             settings=s,
         )

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from app.core.config import Learning
 from app.learning.mining import context_fields
 from app.learning.reflection import action_key
-from app.learning.skills import EpisodeView, retire_reason
+from app.learning.skills import EpisodeView
 from app.learning.steps import learning_steps, merge_turns
 from app.models import Skill
 from app.repositories.episode_learning import EpisodeLearningRepository
@@ -28,23 +28,12 @@ async def read_window(
     namespace: str,
     task_type: str,
     *,
-    retired: list[Skill],
+    retired: set[str],
     retired_now: list[Skill],
     settings: Learning,
 ) -> Window:
-    """The task type's recent episodes (`retired`: its retired skills; `retired_now`: the
-    skills this pass retired, not in the database yet), but for those that taught a skill
-    whose followers then failed: the few lucky sessions of a wrong order that taught it
-    would teach it again."""
-    discredited = {
-        episode
-        for k in retired
-        if retire_reason(
-            k.recent, after_uses=settings.retire_after_uses, below=settings.retire_below
-        )
-        for episode in k.evidence
-    }
-    retired_ids = {k.id for k in retired}
+    """The task type's recent episodes (`retired`: its retired skills' ids; `retired_now`:
+    the skills this pass retired, not in the database yet)."""
     since = await skills.last_retirement(namespace, task_type)
     just = [k.retired_at for k in retired_now if k.task_type == task_type]
     if just and just[-1] is not None:
@@ -58,8 +47,7 @@ async def read_window(
         rows = [
             r
             for r in rows
-            if r.created_at > since
-            or (from_agents and not retired_ids.intersection(r.skills_applied))
+            if r.created_at > since or (from_agents and not retired.intersection(r.skills_applied))
         ]
     learned = await episodes.learned(namespace, [r.id for r in rows])
     followed = await skills.named(namespace, sorted({k for r in rows for k in r.skills_applied}))
@@ -91,5 +79,4 @@ async def read_window(
         )
     # An agent's consecutive turns at one task are one episode of it.
     tasks = [r.task_id if r.agent_id in AGENTS else None for r in rows]
-    merged = merge_turns(views, tasks, [r.outcome for r in rows])
-    return Window([v for v in merged if v.id not in discredited], from_agents)
+    return Window(merge_turns(views, tasks, [r.outcome for r in rows]), from_agents)
