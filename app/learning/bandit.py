@@ -42,7 +42,7 @@ KIND = "linear_bandit"
 # feature clipped to the range it had in training (no extrapolation, e.g. of counters
 # that keep growing under a new policy). 3: the type per kind of task (task type).
 # 4: the standardised features held within ±Z_CLIP (a version 2 or 3 model, unheld, still
-# loads and predicts as it was fitted).
+# loads and predicts as it was fitted, and is written as version 3: JSON has no infinity).
 BASIS_VERSION = 4
 MAX_KINDS = 8
 MIN_KIND_DECISIONS = 20
@@ -168,9 +168,10 @@ class RewardModel:
         return dict(zip(features, values.tolist(), strict=True))
 
     def to_json(self) -> dict[str, Any]:
+        held = math.isfinite(self.z_clip)
         return {
             "kind": KIND,
-            "basis_version": BASIS_VERSION,
+            "basis_version": BASIS_VERSION if held else 3,
             "feature_schema": SCHEMA_VERSION,
             "basis": basis_of(self.kinds),
             "kinds": list(self.kinds),
@@ -181,13 +182,12 @@ class RewardModel:
             "low": self.low.tolist(),
             "high": self.high.tolist(),
             "margin": self.margin,
-            "z_clip": self.z_clip,
+            **({"z_clip": self.z_clip} if held else {}),
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RewardModel:
-        # A version 2 model is a version 3 one without kinds; a version 3 one, a version 4
-        # one whose features were not held.
+        # Version 2 is 3 without kinds; 3 is 4 with its features not held.
         kinds = tuple(data.get("kinds") or ())
         version = data.get("basis_version")
         if version not in (2, 3, BASIS_VERSION) or data.get("basis") != basis_of(kinds):

@@ -4,6 +4,8 @@ through its stored form; a fold's model never sees the fold's rewards."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -158,5 +160,13 @@ def test_standardised_features_are_held_and_an_older_model_predicts_as_fitted() 
     # A version 3 model was fitted on unheld features, and predicts on them.
     older = RewardModel.from_json(model.to_json() | {"basis_version": 3})
     assert older.z_clip == np.inf
+    # Written again, it is still a version 3 model, in JSON that has no infinity.
+    again = json.loads(json.dumps(older.to_json(), allow_nan=False))
+    assert again["basis_version"] == 3
+    assert "z_clip" not in again
+    assert RewardModel.from_json(again).z_clip == np.inf
+    assert np.allclose(
+        RewardModel.from_json(again).gains(probe, requests), older.gains(probe, requests)
+    )
     tight = RewardModel.from_json(model.to_json() | {"z_clip": 0.5})
     assert not np.allclose(tight.gains(probe, requests), held)
