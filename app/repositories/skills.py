@@ -61,10 +61,20 @@ class SkillRepository:
         stmt = select(Skill).where(*_active_with_prefix(namespace, prefix))
         return list(await self.session.scalars(stmt.order_by(Skill.created_at, Skill.id)))
 
-    async def active_types(self, namespace: str, prefix: str) -> set[str]:
-        """The task types starting with `prefix` that have an active skill."""
-        stmt = select(Skill.task_type).where(*_active_with_prefix(namespace, prefix)).distinct()
-        return set(await self.session.scalars(stmt))
+    async def types_taught(self, namespace: str, prefix: str) -> dict[str, bool]:
+        """The task types starting with `prefix` that have had a skill, and whether one is
+        active now."""
+        stmt = (
+            select(Skill.task_type, Skill.status == "active")
+            .where(
+                Skill.namespace == namespace, Skill.task_type.startswith(prefix, autoescape=True)
+            )
+            .distinct()
+        )
+        out: dict[str, bool] = {}
+        for task_type, active in await self.session.execute(stmt):
+            out[task_type] = out.get(task_type, False) or bool(active)
+        return out
 
     async def page(
         self,

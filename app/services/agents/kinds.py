@@ -164,20 +164,27 @@ class TaskKinds:
                 row = next(r for r in rows if r.id == best.id)
                 add_prompt(best, terms, vector)
             store(row, best, model, now)
-            taught = await _taught(session, namespace, project, kinds)
-            near = nearest_established(
-                terms, best, kinds, taught=taught, threshold=self.threshold, vector=vector
-            )
+            taught, settled = await _taught(session, namespace, project, kinds)
+            near = None
+            if best.id not in settled:  # a kind whose skill retired borrows none
+                near = nearest_established(
+                    terms, best, kinds, taught=taught, threshold=self.threshold, vector=vector
+                )
         like = task_type_of(project, near.name) if near is not None else None
         return Filed(task_type_of(project, best.name), like)
 
 
 async def _taught(
     session: AsyncSession, namespace: str, project: str, kinds: Sequence[Kind]
-) -> set[str]:
-    """The ids of the project's kinds that have an active skill to hand out."""
-    types = await SkillRepository(session).active_types(namespace, task_type_of(project, ""))
-    return {k.id for k in kinds if task_type_of(project, k.name) in types}
+) -> tuple[set[str], set[str]]:
+    """The ids of the project's kinds that have an active skill to hand out, and of those
+    that have had one."""
+    types = await SkillRepository(session).types_taught(namespace, task_type_of(project, ""))
+    kind_types = {k.id: task_type_of(project, k.name) for k in kinds}
+    return (
+        {k for k, t in kind_types.items() if types.get(t)},
+        {k for k, t in kind_types.items() if t in types},
+    )
 
 
 def kind_of(row: TaskKind, model: str | None) -> Kind:
