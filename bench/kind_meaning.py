@@ -28,14 +28,6 @@ from bench.agentsessions import PROJECTS, new_task
 THRESHOLD = 0.3
 
 
-def _measures(kind: Kind) -> dict[str, Kind]:
-    """The kind as each measure sees it: its mean alone, and its mean with its examples."""
-    return {
-        "mean": Kind(kind.id, kind.name, kind.prompts, kind.terms, kind.meaning),
-        "nearest": kind,
-    }
-
-
 async def run(seeds: int, prompts: int, probes: int) -> dict[str, dict[str, int]]:
     embedder = LocalEmbedder(Embeddings(provider="local"))
     counts = {m: {"asks": 0, "own": 0, "other": 0, "best": 0} for m in ("mean", "nearest")}
@@ -49,14 +41,19 @@ async def run(seeds: int, prompts: int, probes: int) -> dict[str, dict[str, int]
                 for vector in np.asarray(await embedder.embed(asks), dtype=np.float32):
                     add_prompt(kind, [], vector)
                 kinds[k.name] = kind
+            # The kinds as each measure sees them: the mean alone, the mean and the examples.
+            seen = {
+                "mean": {
+                    n: Kind(k.id, k.name, k.prompts, k.terms, k.meaning) for n, k in kinds.items()
+                },
+                "nearest": kinds,
+            }
             held = [(k.name, new_task(project, k, rng, held_out=True).prompt)
                     for k in project.kinds for _ in range(probes)]  # fmt: skip
             vectors = np.asarray(await embedder.embed([a for _, a in held]), dtype=np.float32)
             for (own, _), vector in zip(held, vectors, strict=True):
                 for measure, c in counts.items():
-                    score = {
-                        n: meaning_cover(vector, _measures(k)[measure]) for n, k in kinds.items()
-                    }
+                    score = {n: meaning_cover(vector, k) for n, k in seen[measure].items()}
                     other = max(v for n, v in score.items() if n != own)
                     c["asks"] += 1
                     c["own"] += score[own] >= THRESHOLD

@@ -51,9 +51,8 @@ MEANING_FLOOR = 0.35
 # 86 by the mean alone; 1 of another kind's by either (python -m bench.kind_meaning).
 EXAMPLES = 16
 NEIGHBOURS = 3
-# A prompt filed under a kind that has no skill yet is answered with what the nearest
-# established kind learned, if that kind scores at least NEAR_SHARE of the threshold
-# ("please take google to 5.2" beside the provider bumps).
+# A prompt filed under a kind that never had a skill is answered with what the nearest
+# established kind learned, if that scores NEAR_SHARE of the threshold ("take google to 5.2").
 NEAR_SHARE = 0.5
 MEANING_SPAN = 0.5
 _WORD = re.compile(r"[a-z][a-z0-9]*(?:[-'][a-z0-9]+)*")
@@ -214,15 +213,16 @@ def nearest_established(
     kinds: Sequence[Kind],
     *,
     taught: Collection[str],
+    learned: Collection[str],
     threshold: float,
     vector: Vector | None = None,
 ) -> Kind | None:
-    """For a prompt filed under `kind` while it has no skill to hand out, the established
-    kind of the project (one of `taught`, the ids of the kinds that have one) it comes
-    closest to (at least NEAR_SHARE of the threshold); None when `kind` is established or
-    no established kind is near. However many prompts a kind has, it is not established
-    until it learned something: a young kind's prompts are answered by its neighbour's."""
-    if kind.id in taught:
+    """For a prompt filed under `kind`, the kind of the project with an active skill (one
+    of `taught`) it comes closest to (at least NEAR_SHARE of the threshold); None when no
+    such kind is near, or when `kind` is established: one of `learned`, the kinds that
+    have had a skill (one whose skill retired borrows none). However many prompts a kind
+    has, it is not established until it learned something."""
+    if kind.id in learned:
         return None
     others = [k for k in kinds if k.id != kind.id]  # the words' weights without the young kind
     best, best_score = None, NEAR_SHARE * threshold
@@ -288,8 +288,8 @@ def fold(kind: Kind, other: Kind) -> None:
 
 
 def _distinct(examples: Vector, keep: int) -> Vector:
-    """At most `keep` of the examples: of the two most alike, the older goes, until they fit
-    (what is left spans the kind's ways of asking)."""
+    """At most `keep` examples, spanning the kind's ways of asking: the older of the two
+    most alike goes until they fit."""
     rows = list(examples)
     while len(rows) > keep:
         m = np.stack(rows)

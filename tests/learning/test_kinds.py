@@ -196,10 +196,13 @@ def test_a_young_kind_is_answered_as_the_nearest_established_kind() -> None:
     kinds = [provider, deploy, take]
     taught = {"0", "1"}  # the kinds with a skill to hand out
 
-    def near(vector: Vector, taught: set[str] = taught) -> Kind | None:
+    def near(
+        vector: Vector, taught: set[str] = taught, retired: frozenset[str] = frozenset()
+    ) -> Kind | None:
         return nearest_established(
-            terms, take, kinds, taught=taught, threshold=THRESHOLD, vector=vector
-        )
+            terms, take, kinds, taught=taught, learned=taught | retired,
+            threshold=THRESHOLD, vector=vector,
+        )  # fmt: skip
 
     assert closest(terms, [provider, deploy], threshold=THRESHOLD, vector=asked)[0] is None
     assert near(asked) is provider
@@ -212,5 +215,7 @@ def test_a_young_kind_is_answered_as_the_nearest_established_kind() -> None:
         add_prompt(take, terms, asked)
     assert near(asked) is provider
     assert near(asked, {"0", "1", "2"}) is None
+    # Nor once the skill it learned retired: its work is its own.
+    assert near(asked, retired=frozenset({"2"})) is None
     # A neighbour without a skill lends nothing.
     assert near(asked, {"1"}) is None

@@ -164,12 +164,16 @@ class TaskKinds:
                 row = next(r for r in rows if r.id == best.id)
                 add_prompt(best, terms, vector)
             store(row, best, model, now)
-            taught, settled = await _taught(session, namespace, project, kinds)
-            near = None
-            if best.id not in settled:  # a kind whose skill retired borrows none
-                near = nearest_established(
-                    terms, best, kinds, taught=taught, threshold=self.threshold, vector=vector
-                )
+            taught, learned = await _taught(session, namespace, project, kinds)
+            near = nearest_established(
+                terms,
+                best,
+                kinds,
+                taught=taught,
+                learned=learned,
+                threshold=self.threshold,
+                vector=vector,
+            )
         like = task_type_of(project, near.name) if near is not None else None
         return Filed(task_type_of(project, best.name), like)
 
